@@ -1,0 +1,88 @@
+//! Ironclad's domain core.
+//!
+//! Everything here is pure: statuses and the transitions between them, identifiers parsed at
+//! the edge, the retry policy and the message envelope. It knows no database, HTTP or Redis,
+//! so the rules that keep cases accountable can be read and tested without any of them.
+//! The store maps each status to a `CHECK`-constrained text column; a store test proves the
+//! two lists agree.
+#![deny(missing_docs)]
+
+pub mod audit;
+pub mod case;
+pub mod decision;
+pub mod envelope;
+pub mod faults;
+pub mod ids;
+pub mod job;
+pub mod media;
+pub mod outbox;
+pub mod retry;
+pub mod role;
+
+pub use case::CaseStatus;
+pub use decision::DecisionStatus;
+pub use envelope::{Envelope, EnvelopeError};
+pub use ids::{CaseId, IdempotencyKey, JobId, SourceId, TenantId};
+pub use job::{JobKind, JobStatus};
+pub use outbox::OutboxStatus;
+pub use retry::RetryPolicy;
+
+/// A value that did not match any of a closed set of spellings.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {value:?}")]
+pub struct UnknownVariant {
+    /// Which kind of value was being parsed (for the message).
+    pub what: &'static str,
+    /// The text that matched nothing.
+    pub value: String,
+}
+
+/// Declares a closed enum with one canonical spelling per variant, `as_str`, `FromStr`,
+/// `ALL` and serde in that spelling, so Rust, SQL and JSON never disagree.
+#[macro_export]
+macro_rules! spelled_enum {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident : $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $name { $($(#[$vmeta])* $variant,)+ }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The canonical spelling, as stored in PostgreSQL and shown in JSON.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text,)+ }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::UnknownVariant;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err($crate::UnknownVariant { what: $what, value: s.to_owned() }),
+                }
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(d)?;
+                text.parse().map_err(::serde::de::Error::custom)
+            }
+        }
+    };
+}

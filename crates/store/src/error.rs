@@ -1,0 +1,76 @@
+//! Store errors, and the one place that turns PostgreSQL errors into them.
+
+/// What went wrong talking to PostgreSQL, in terms the caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique constraint refused the row (the constraint's name says which).
+    #[error("conflict on {constraint}")]
+    Conflict {
+        /// Name of the violated constraint.
+        constraint: String,
+    },
+    /// PostgreSQL could not be reached or the connection broke; retry later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    /// A serialization failure or deadlock; the transaction can simply be retried.
+    #[error("transaction conflict, retry: {0}")]
+    Retry(#[source] sqlx::Error),
+    /// A value read back did not make sense (a status outside the known set, …).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// Migrations could not be applied.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Anything else PostgreSQL said; a bug or a broken invariant.
+    #[error("database error: {0}")]
+    Other(#[source] sqlx::Error),
+}
+
+impl StoreError {
+    /// Whether trying again later may succeed (connection trouble, serialization conflicts).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unavailable(_) | Self::Retry(_))
+    }
+
+    /// The violated constraint, when this is a conflict.
+    pub fn conflict_constraint(&self) -> Option<&str> {
+        match self {
+            Self::Conflict { constraint } => Some(constraint),
+            _ => None,
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        match &err {
+            sqlx::Error::Database(db) => match db.code().as_deref() {
+                Some("23505") => Self::Conflict {
+                    constraint: db.constraint().unwrap_or("unknown").to_owned(),
+                },
+                Some("40001") | Some("40P01") => Self::Retry(err),
+                // admin shutdown, cannot connect now, too many connections
+                Some(code) if code.starts_with("57P") || code.starts_with("08") || code == "53300" => {
+                    Self::Unavailable(err)
+                }
+                _ => Self::Other(err),
+            },
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => Self::Unavailable(err),
+            sqlx::Error::Protocol(_) => Self::Unavailable(err),
+            _ => Self::Other(err),
+        }
+    }
+}
+
+impl From<ironclad_core::UnknownVariant> for StoreError {
+    fn from(err: ironclad_core::UnknownVariant) -> Self {
+        Self::Corrupt(err.to_string())
+    }
+}
+
+/// Result alias for store operations.
+pub type StoreResult<T> = Result<T, StoreError>;

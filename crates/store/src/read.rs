@@ -1,0 +1,277 @@
+//! The read side: a case with everything that happened to it, listings, and stuck cases.
+
+use crate::{secs, Store, StoreResult};
+use chrono::{DateTime, Utc};
+use ironclad_core::{CaseId, TenantId};
+use serde::Serialize;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// One case as listed.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct CaseSummary {
+    /// Case id.
+    pub id: Uuid,
+    /// Owning tenant.
+    pub tenant_id: Uuid,
+    /// Client reference.
+    pub external_reference: Option<String>,
+    /// Workflow requested.
+    pub workflow: Option<String>,
+    /// Status.
+    pub status: String,
+    /// Why it is in that status (failures).
+    pub status_reason: Option<String>,
+    /// Current generation.
+    pub generation: i32,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A source as shown with its case.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SourceView {
+    /// Source id.
+    pub id: Uuid,
+    /// Client file name.
+    pub filename: String,
+    /// Hex sha256.
+    pub sha256: String,
+    /// Media type.
+    pub media_type: String,
+    /// Bytes.
+    pub size_bytes: i64,
+    /// Pages.
+    pub pages: i32,
+    /// Uploaded.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A job as shown with its case.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct JobView {
+    /// Job id.
+    pub id: Uuid,
+    /// Kind.
+    pub kind: String,
+    /// Source, for source jobs.
+    pub source_id: Option<Uuid>,
+    /// Status.
+    pub status: String,
+    /// Generation.
+    pub generation: i32,
+    /// Attempts made.
+    pub attempt: i32,
+    /// Attempts allowed.
+    pub max_attempts: i32,
+    /// Next attempt time (PENDING).
+    pub next_attempt_at: DateTime<Utc>,
+    /// Lease holder (RUNNING) or last holder.
+    pub lease_owner: Option<String>,
+    /// Lease expiry (RUNNING).
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    /// Last error, if any.
+    pub last_error: Option<String>,
+    /// When it was dead-lettered, if it was.
+    pub dead_lettered_at: Option<DateTime<Utc>>,
+    /// Step result.
+    pub result: Option<serde_json::Value>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Finished.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A decision as shown with its case.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct DecisionView {
+    /// Decision id.
+    pub id: Uuid,
+    /// Generation it decides.
+    pub generation: i32,
+    /// Version (1 for the first).
+    pub version: i32,
+    /// READY / BLOCKED / REVIEW_REQUIRED.
+    pub status: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Frozen evidence.
+    pub evidence: serde_json::Value,
+    /// Written.
+    pub created_at: DateTime<Utc>,
+}
+
+/// An audit event.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct AuditView {
+    /// Sequence number.
+    pub id: i64,
+    /// Who.
+    pub actor: String,
+    /// What.
+    pub event_type: String,
+    /// Details.
+    pub data: serde_json::Value,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A case with everything that happened to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseDetail {
+    /// The case.
+    #[serde(flatten)]
+    pub case: CaseSummary,
+    /// Its files.
+    pub sources: Vec<SourceView>,
+    /// Its jobs, every generation.
+    pub jobs: Vec<JobView>,
+    /// The latest decision, if any.
+    pub decision: Option<DecisionView>,
+    /// Its history, oldest first.
+    pub audit: Vec<AuditView>,
+}
+
+/// A case that is not settled beyond the expected time, with what it waits for.
+#[derive(Debug, Clone, Serialize)]
+pub struct StuckCase {
+    /// The case.
+    #[serde(flatten)]
+    pub case: CaseSummary,
+    /// Seconds since its last change.
+    pub idle_seconds: i64,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+const CASE_GET: &str = "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
+     created_at, updated_at FROM cases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)";
+const CASE_SOURCES: &str = "SELECT id, filename, sha256, media_type, size_bytes, pages, created_at \
+     FROM sources WHERE case_id = $1 ORDER BY created_at, id";
+const CASE_JOBS: &str = "SELECT id, kind, source_id, status, generation, attempt, max_attempts, next_attempt_at, \
+     lease_owner, lease_expires_at, last_error, dead_lettered_at, result, created_at, finished_at \
+     FROM jobs WHERE case_id = $1 ORDER BY generation, kind DESC, created_at, id";
+const CASE_DECISION: &str = "SELECT id, generation, version, status, summary, evidence, created_at \
+     FROM decisions WHERE case_id = $1 ORDER BY version DESC LIMIT 1";
+const CASE_AUDIT: &str =
+    "SELECT id, actor, event_type, data, created_at FROM audit_events WHERE case_id = $1 ORDER BY id";
+
+/// Keyset page: newest first, strictly after the cursor (created_at, id).
+const CASE_LIST: &str = "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
+     created_at, updated_at FROM cases \
+     WHERE ($1::uuid IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR status = $2) \
+       AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
+     ORDER BY created_at DESC, id DESC LIMIT $5";
+
+/// Open cases idle beyond the threshold, with their unfinished jobs' state.
+const CASE_STUCK: &str = "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
+     created_at, updated_at FROM cases \
+     WHERE status IN ('INGESTED', 'PROCESSING') AND updated_at < now() - make_interval(secs => $1) \
+     ORDER BY updated_at LIMIT $2";
+
+const STUCK_JOBS: &str = "SELECT j.id, j.kind, j.status, j.attempt, j.max_attempts, \
+     (j.next_attempt_at > now()) AS waiting, j.lease_owner, j.last_error, \
+     (SELECT o.status FROM outbox o WHERE o.job_id = j.id ORDER BY o.created_at DESC LIMIT 1) AS outbox_status \
+     FROM jobs j JOIN cases c ON c.id = j.case_id \
+     WHERE j.case_id = $1 AND j.generation = c.generation AND j.status IN ('PENDING', 'RUNNING')";
+
+/// An opaque listing cursor: the last row's creation time and id.
+pub fn encode_cursor(created_at: DateTime<Utc>, id: Uuid) -> String {
+    format!("{}_{}", created_at.timestamp_micros(), id)
+}
+
+/// Parses a cursor made by [`encode_cursor`].
+pub fn decode_cursor(cursor: &str) -> Option<(DateTime<Utc>, Uuid)> {
+    let (micros, id) = cursor.split_once('_')?;
+    let at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
+    Some((at, id.parse().ok()?))
+}
+
+impl Store {
+    /// A case with sources, jobs, decision and audit trail; `None` if unknown or (when a tenant
+    /// is given) another tenant's — the two are indistinguishable on purpose.
+    pub async fn case_detail(&self, tenant: Option<TenantId>, id: CaseId) -> StoreResult<Option<CaseDetail>> {
+        let case: Option<CaseSummary> = sqlx::query_as(CASE_GET)
+            .bind(id.0)
+            .bind(tenant.map(|t| t.0))
+            .fetch_optional(self.pool())
+            .await?;
+        let Some(case) = case else { return Ok(None) };
+        let sources = sqlx::query_as(CASE_SOURCES).bind(id.0).fetch_all(self.pool()).await?;
+        let jobs = sqlx::query_as(CASE_JOBS).bind(id.0).fetch_all(self.pool()).await?;
+        let decision = sqlx::query_as(CASE_DECISION).bind(id.0).fetch_optional(self.pool()).await?;
+        let audit = sqlx::query_as(CASE_AUDIT).bind(id.0).fetch_all(self.pool()).await?;
+        Ok(Some(CaseDetail { case, sources, jobs, decision, audit }))
+    }
+
+    /// A page of cases, newest first; pass the last row's cursor to continue.
+    pub async fn list_cases(
+        &self,
+        tenant: Option<TenantId>,
+        status: Option<&str>,
+        cursor: Option<(DateTime<Utc>, Uuid)>,
+        limit: i64,
+    ) -> StoreResult<Vec<CaseSummary>> {
+        Ok(sqlx::query_as(CASE_LIST)
+            .bind(tenant.map(|t| t.0))
+            .bind(status)
+            .bind(cursor.map(|c| c.0))
+            .bind(cursor.map(|c| c.1))
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// Every open case idle for longer than `threshold`, with the reason it waits.
+    pub async fn stuck_cases(&self, threshold: Duration, limit: i64) -> StoreResult<Vec<StuckCase>> {
+        let cases: Vec<CaseSummary> =
+            sqlx::query_as(CASE_STUCK).bind(secs(threshold)).bind(limit).fetch_all(self.pool()).await?;
+        let now = Utc::now();
+        let mut stuck = Vec::with_capacity(cases.len());
+        for case in cases {
+            type JobRow = (Uuid, String, String, i32, i32, bool, Option<String>, Option<String>, Option<String>);
+            let jobs: Vec<JobRow> = sqlx::query_as(STUCK_JOBS).bind(case.id).fetch_all(self.pool()).await?;
+            let reason = if jobs.is_empty() {
+                "no unfinished job in the current generation (finalize not enqueued?)".to_owned()
+            } else {
+                jobs.iter()
+                    .map(|(id, kind, status, attempt, max, waiting, owner, error, outbox)| {
+                        let mut r = format!("{kind} {id} {status} attempt {attempt}/{max}");
+                        if status == "RUNNING" {
+                            r += &format!(" held by {}", owner.as_deref().unwrap_or("?"));
+                        } else if *waiting {
+                            r += " waiting for its retry time";
+                        } else {
+                            r += &format!(", outbox {}", outbox.as_deref().unwrap_or("none"));
+                        }
+                        if let Some(e) = error {
+                            r += &format!(", last error: {e}");
+                        }
+                        r
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            let idle_seconds = (now - case.updated_at).num_seconds();
+            stuck.push(StuckCase { case, idle_seconds, reason });
+        }
+        Ok(stuck)
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trips() {
+        let at = DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap_or_default();
+        let id = Uuid::now_v7();
+        assert_eq!(decode_cursor(&encode_cursor(at, id)), Some((at, id)));
+        assert_eq!(decode_cursor("garbage"), None);
+        assert_eq!(decode_cursor("12_notauuid"), None);
+    }
+}
