@@ -1,0 +1,95 @@
+//! Admin commands: migrate, tenants, API keys, requeue.
+
+use super::connect_store;
+use crate::config::Connections;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use ironclad_core::role::Role;
+use std::process::ExitCode;
+
+/// `ironclad tenant …`
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant (succeeds quietly if it already exists).
+    Create {
+        /// Tenant name.
+        name: String,
+    },
+}
+
+/// `ironclad apikey …`
+#[derive(Debug, Subcommand)]
+pub enum ApiKeyCommand {
+    /// Create a key; prints it once on the last line of stdout (only its hash is stored).
+    Create {
+        /// Tenant name.
+        #[arg(long)]
+        tenant: String,
+        /// operator, reviewer or admin.
+        #[arg(long, default_value = "operator")]
+        role: String,
+    },
+}
+
+/// `ironclad requeue`
+#[derive(Debug, Args)]
+pub struct RequeueArgs {
+    /// Requeue DEAD outbox rows and dead-lettered jobs.
+    #[arg(long)]
+    pub dead: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn migrate(c: &Connections) -> anyhow::Result<ExitCode> {
+    let store = connect_store(c).await?;
+    store.migrate().await.context("applying migrations")?;
+    println!("migrations applied");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn tenant(c: &Connections, cmd: TenantCommand) -> anyhow::Result<ExitCode> {
+    let store = connect_store(c).await?;
+    match cmd {
+        TenantCommand::Create { name } => {
+            if let Some(id) = store.tenant_by_name(&name).await? {
+                println!("tenant {name} already exists ({id})");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let id = store.create_tenant(&name).await?;
+            println!("tenant {name} created ({id})");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn apikey(c: &Connections, cmd: ApiKeyCommand) -> anyhow::Result<ExitCode> {
+    let store = connect_store(c).await?;
+    match cmd {
+        ApiKeyCommand::Create { tenant, role } => {
+            let role: Role = role.parse().map_err(|e| anyhow::anyhow!("{e} (use operator, reviewer or admin)"))?;
+            let tenant_id = store
+                .tenant_by_name(&tenant)
+                .await?
+                .with_context(|| format!("no tenant named {tenant:?}; create it with `ironclad tenant create {tenant}`"))?;
+            let key = store.create_api_key(tenant_id, role).await?;
+            eprintln!("API key {} created for tenant {tenant} with role {role}; it is shown only now:", key.id);
+            println!("{}", key.raw);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn requeue(c: &Connections, args: RequeueArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.dead, "say what to requeue: `ironclad requeue --dead`");
+    let store = connect_store(c).await?;
+    let outbox = store.outbox_requeue_dead().await?;
+    let jobs = store.requeue_dead_lettered_jobs("operator:cli").await?;
+    if args.json {
+        println!("{}", serde_json::json!({ "outbox_rows": outbox, "jobs": jobs }));
+    } else {
+        println!("requeued {outbox} dead outbox row(s) and {jobs} dead-lettered job(s)");
+    }
+    Ok(ExitCode::SUCCESS)
+}

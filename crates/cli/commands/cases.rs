@@ -1,0 +1,130 @@
+//! `ironclad cases` and `ironclad case ID`: the operator's view, straight from PostgreSQL.
+
+use super::connect_store;
+use crate::config::{parse_duration, Connections};
+use anyhow::Context;
+use clap::Args;
+use ironclad_core::{CaseId, CaseStatus};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `ironclad cases`
+#[derive(Debug, Args)]
+pub struct CasesArgs {
+    /// Only cases in this status.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only open cases idle beyond `--stuck-after`, with the reason they wait.
+    #[arg(long)]
+    pub stuck: bool,
+    /// Idle time after which an open case counts as stuck.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub stuck_after: Duration,
+    /// Most cases shown.
+    #[arg(long, default_value_t = 50)]
+    pub limit: i64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ironclad case ID`
+#[derive(Debug, Args)]
+pub struct CaseArgs {
+    /// Case id.
+    pub id: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn short(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(max.saturating_sub(1)).collect::<String>())
+    }
+}
+
+pub async fn list(c: &Connections, args: CasesArgs) -> anyhow::Result<ExitCode> {
+    let store = connect_store(c).await?;
+    if args.stuck {
+        let stuck = store.stuck_cases(args.stuck_after, args.limit).await?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&stuck)?);
+        } else if stuck.is_empty() {
+            println!("no stuck cases (open and idle for more than {:?})", args.stuck_after);
+        } else {
+            println!("{:<36}  {:<11}  {:>7}  REASON", "CASE", "STATUS", "IDLE");
+            for s in stuck {
+                println!("{:<36}  {:<11}  {:>6}s  {}", s.case.id, s.case.status, s.idle_seconds, s.reason);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(status) = &args.status {
+        status
+            .parse::<CaseStatus>()
+            .map_err(|e| anyhow::anyhow!("{e}; statuses: INGESTED, PROCESSING, AWAITING_REVIEW, RESOLVED, FAILED"))?;
+    }
+    let cases = store.list_cases(None, args.status.as_deref(), None, args.limit).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&cases)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{:<36}  {:<15}  {:<20}  {:<20}  REASON", "CASE", "STATUS", "REFERENCE", "CREATED");
+    for case in cases {
+        println!(
+            "{:<36}  {:<15}  {:<20}  {:<20}  {}",
+            case.id,
+            case.status,
+            short(case.external_reference.as_deref().unwrap_or("-"), 20),
+            case.created_at.format("%Y-%m-%d %H:%M:%S"),
+            short(case.status_reason.as_deref().unwrap_or(""), 60)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
+    let id: CaseId = args.id.parse().with_context(|| format!("{:?} is not a case id", args.id))?;
+    let store = connect_store(c).await?;
+    let Some(case) = store.case_detail(None, id).await? else {
+        anyhow::bail!("no case {id}");
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&case)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let c = &case.case;
+    println!("case       {}", c.id);
+    println!("status     {}{}", c.status, c.status_reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default());
+    println!("reference  {}", c.external_reference.as_deref().unwrap_or("-"));
+    println!("generation {}", c.generation);
+    println!("created    {}", c.created_at);
+    println!("\nsources:");
+    for s in &case.sources {
+        println!("  {}  {:<30} {:<16} {:>3} page(s)  {}", s.id, short(&s.filename, 30), s.media_type, s.pages, &s.sha256[..12]);
+    }
+    println!("\njobs:");
+    for j in &case.jobs {
+        println!(
+            "  {}  {:<14} {:<9} attempt {}/{}{}",
+            j.id,
+            j.kind,
+            j.status,
+            j.attempt,
+            j.max_attempts,
+            j.last_error.as_ref().map(|e| format!("  last error: {}", short(e, 80))).unwrap_or_default()
+        );
+    }
+    match &case.decision {
+        Some(d) => println!("\ndecision   v{} {} — {}", d.version, d.status, d.summary),
+        None => println!("\ndecision   none yet"),
+    }
+    println!("\nhistory:");
+    for a in &case.audit {
+        println!("  {}  {:<20} {:<22} {}", a.created_at.format("%H:%M:%S%.3f"), a.event_type, a.actor, a.data);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,164 @@
+//! The long-running roles, alone or all in one process.
+
+use super::{connect_store, redact};
+use crate::config::{Connections, RoleSettings};
+use anyhow::Context;
+use ironclad_api::{ApiConfig, AppState, IntakeLimits};
+use ironclad_blobs::BlobStore;
+use ironclad_core::faults::Faults;
+use ironclad_queue::{Queue, StreamConfig};
+use ironclad_runtime::{Dispatcher, Reconciler, Worker};
+use ironclad_store::Store;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Which roles this process runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Roles {
+    api: bool,
+    dispatcher: bool,
+    worker: bool,
+    reconciler: bool,
+    migrate: bool,
+}
+
+impl Roles {
+    pub fn all() -> Self {
+        Self { api: true, dispatcher: true, worker: true, reconciler: true, migrate: true }
+    }
+    pub fn only_api() -> Self {
+        Self { api: true, dispatcher: false, worker: false, reconciler: false, migrate: false }
+    }
+    pub fn only_dispatcher() -> Self {
+        Self { api: false, dispatcher: true, worker: false, reconciler: false, migrate: false }
+    }
+    pub fn only_worker() -> Self {
+        Self { api: false, dispatcher: false, worker: true, reconciler: false, migrate: false }
+    }
+    pub fn only_reconciler() -> Self {
+        Self { api: false, dispatcher: false, worker: false, reconciler: true, migrate: false }
+    }
+}
+
+/// Services may still be starting (a fresh machine, a restart): wait a while, then give up
+/// with the reason rather than crash-looping.
+const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
+
+async fn with_patience<T, E: std::fmt::Display, F, Fut>(what: &str, mut attempt: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let start = Instant::now();
+    loop {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(err) if start.elapsed() < STARTUP_PATIENCE => {
+                tracing::warn!(error = %err, "{what} not reachable yet; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(err) => anyhow::bail!("{what} not reachable after {STARTUP_PATIENCE:?}: {err}"),
+        }
+    }
+}
+
+fn stream_config(c: &Connections, s: &RoleSettings) -> StreamConfig {
+    let base = match &c.stream_prefix {
+        Some(p) => StreamConfig::with_prefix(p),
+        None => StreamConfig::default(),
+    };
+    StreamConfig {
+        max_len: s.stream_maxlen,
+        read_count: s.worker_concurrency,
+        claim_idle: s.claim_idle,
+        max_deliveries: s.max_deliveries,
+        ..base
+    }
+}
+
+pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Result<ExitCode> {
+    let runtime_config = s.runtime()?;
+    let faults = match std::env::var("IRONCLAD_CRASH_AT") {
+        Ok(points) => Faults::with_crashes_from(&points),
+        Err(_) => Faults::none(),
+    };
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+
+    let store: Store = with_patience("PostgreSQL", || connect_store(c)).await?;
+    if roles.migrate {
+        store.migrate().await.context("applying migrations")?;
+    }
+    let streams = stream_config(c, s);
+    let queue = with_patience(&format!("Redis at {}", redact(&c.redis_url)), || Queue::connect(&c.redis_url, streams.clone())).await?;
+    std::fs::create_dir_all(&s.blob_dir).with_context(|| format!("creating blob directory {}", s.blob_dir.display()))?;
+    let blobs = BlobStore::open(&s.blob_dir).with_context(|| format!("opening blob store {}", s.blob_dir.display()))?;
+
+    let shutdown = CancellationToken::new();
+    let mut tasks = tokio::task::JoinSet::new();
+
+    if roles.api {
+        let listener = tokio::net::TcpListener::bind(&s.listen).await.with_context(|| format!("binding {}", s.listen))?;
+        tracing::info!(listen = %s.listen, "HTTP API listening");
+        let state = AppState {
+            store: store.clone(),
+            blobs: blobs.clone(),
+            queue: Some(queue.clone()),
+            config: Arc::new(ApiConfig {
+                limits: IntakeLimits { max_file_bytes: s.max_file_bytes, max_files: s.max_files, max_total_pages: s.max_pages },
+                max_attempts: s.max_attempts,
+                ..ApiConfig::default()
+            }),
+            metrics: Some(metrics.clone()),
+            faults: faults.clone(),
+        };
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            if let Err(err) = ironclad_api::serve(listener, state, async move { stop.cancelled().await }).await {
+                tracing::error!(error = %err, "HTTP server stopped");
+            }
+        });
+    }
+    if roles.dispatcher {
+        let d = Dispatcher::new(store.clone(), queue.clone(), runtime_config.clone(), faults.clone());
+        tasks.spawn(d.run(shutdown.clone()));
+    }
+    if roles.worker {
+        let processor = ironclad_documents::processor::processor_from_spec(&s.processor)
+            .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor))?;
+        let w = Arc::new(Worker::new(store.clone(), queue.clone(), blobs.clone(), processor, runtime_config.clone(), faults.clone()));
+        tasks.spawn(w.run(shutdown.clone()));
+    }
+    if roles.reconciler {
+        let r = Reconciler::new(store.clone(), blobs.clone(), runtime_config.clone());
+        tasks.spawn(r.run(shutdown.clone()));
+    }
+    tracing::info!(?roles, consumer = %queue.config().consumer, "ironclad started");
+
+    wait_for_signal().await;
+    tracing::info!("shutting down: no new work is taken; in-flight jobs get the grace period");
+    shutdown.cancel();
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(runtime_config.shutdown_grace + Duration::from_secs(5), drain).await.is_err() {
+        tracing::warn!("roles did not stop in time; exiting anyway (leases expire and work is rescued)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

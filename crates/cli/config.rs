@@ -1,0 +1,167 @@
+//! Settings: flags, then `IRONCLAD_*` / `DATABASE_URL` / `REDIS_URL` environment variables, then
+//! defaults that work against a local PostgreSQL and Redis. `validate()` refuses combinations
+//! that would break a promise before anything starts.
+
+use anyhow::Context;
+use clap::Args;
+use ironclad_core::RetryPolicy;
+use ironclad_runtime::RuntimeConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Parses `500ms`, `30s`, `2m`, `1h`, `7d` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?} (e.g. 500ms, 30s, 2m, 1h, 7d)"))?;
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86400.0,
+        _ => return Err(format!("unknown unit in duration {text:?} (use ms, s, m, h or d)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {text:?}: {e}"))
+}
+
+fn parse_delays(text: &str) -> Result<Vec<Duration>, String> {
+    text.split(',').map(parse_duration).collect()
+}
+
+/// Where the services are.
+#[derive(Debug, Clone, Args)]
+pub struct Connections {
+    /// PostgreSQL URL.
+    #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/ironclad", global = true)]
+    pub database_url: String,
+    /// Redis URL.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379/", global = true)]
+    pub redis_url: String,
+    /// Prefix for the stream, dead-letter stream and group names (isolates several deployments
+    /// sharing one Redis).
+    #[arg(long, env = "IRONCLAD_STREAM_PREFIX", global = true)]
+    pub stream_prefix: Option<String>,
+    /// PostgreSQL connections per process.
+    #[arg(long, env = "IRONCLAD_DB_POOL", default_value_t = 16, global = true)]
+    pub db_pool: u32,
+}
+
+/// Settings of the long-running roles.
+#[derive(Debug, Clone, Args)]
+pub struct RoleSettings {
+    /// Address the HTTP API listens on.
+    #[arg(long, env = "IRONCLAD_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Directory of the content-addressed blob store.
+    #[arg(long, env = "IRONCLAD_BLOB_DIR", default_value = ".state/blobs")]
+    pub blob_dir: PathBuf,
+    /// Document processor: `stand-in` (default), or a test processor such as `test:sleep=5s`.
+    #[arg(long, env = "IRONCLAD_PROCESSOR", default_value = "stand-in")]
+    pub processor: String,
+    /// Jobs one worker process runs at once.
+    #[arg(long, env = "IRONCLAD_WORKER_CONCURRENCY", default_value_t = 8)]
+    pub worker_concurrency: usize,
+    /// Job lease (renewed every third of it).
+    #[arg(long, env = "IRONCLAD_LEASE", default_value = "15s", value_parser = parse_duration)]
+    pub lease: Duration,
+    /// Longest single job run.
+    #[arg(long, env = "IRONCLAD_JOB_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub job_timeout: Duration,
+    /// Retry delays, comma-separated; the last repeats.
+    #[arg(long, env = "IRONCLAD_RETRY_DELAYS", default_value = "30s,2m,10m,1h", value_parser = parse_delays)]
+    pub retry_delays: Vec<Duration>,
+    /// Attempts per job, the first run included.
+    #[arg(long, env = "IRONCLAD_MAX_ATTEMPTS", default_value_t = 5)]
+    pub max_attempts: i32,
+    /// Stream deliveries after which a message is dead-lettered.
+    #[arg(long, env = "IRONCLAD_MAX_DELIVERIES", default_value_t = 5)]
+    pub max_deliveries: u64,
+    /// Idle time after which another worker may take a pending message (XAUTOCLAIM).
+    #[arg(long, env = "IRONCLAD_CLAIM_IDLE", default_value = "10s", value_parser = parse_duration)]
+    pub claim_idle: Duration,
+    /// How often a worker runs XAUTOCLAIM recovery.
+    #[arg(long, env = "IRONCLAD_RECLAIM_EVERY", default_value = "5s", value_parser = parse_duration)]
+    pub reclaim_every: Duration,
+    /// Outbox rows per dispatcher batch.
+    #[arg(long, env = "IRONCLAD_DISPATCH_BATCH", default_value_t = 500)]
+    pub dispatch_batch: i64,
+    /// Publication attempts before an outbox row is DEAD.
+    #[arg(long, env = "IRONCLAD_OUTBOX_MAX_ATTEMPTS", default_value_t = 20)]
+    pub outbox_max_attempts: i32,
+    /// A PUBLISHING row older than this was abandoned.
+    #[arg(long, env = "IRONCLAD_OUTBOX_LOCK_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub outbox_lock_timeout: Duration,
+    /// PUBLISHED rows are pruned after this.
+    #[arg(long, env = "IRONCLAD_OUTBOX_RETENTION", default_value = "7d", value_parser = parse_duration)]
+    pub outbox_retention: Duration,
+    /// Approximate stream length cap (XADD MAXLEN ~).
+    #[arg(long, env = "IRONCLAD_STREAM_MAXLEN", default_value_t = 1_000_000)]
+    pub stream_maxlen: usize,
+    /// Reconciler sweep interval.
+    #[arg(long, env = "IRONCLAD_RECONCILE_EVERY", default_value = "5s", value_parser = parse_duration)]
+    pub reconcile_every: Duration,
+    /// A due job whose message was published this long ago without being consumed is announced
+    /// again (what makes a Redis FLUSHALL a delay, not a loss).
+    #[arg(long, env = "IRONCLAD_REEMIT_AFTER", default_value = "2m", value_parser = parse_duration)]
+    pub reemit_after: Duration,
+    /// Orphaned blobs younger than this are kept.
+    #[arg(long, env = "IRONCLAD_BLOB_GRACE", default_value = "1h", value_parser = parse_duration)]
+    pub blob_grace: Duration,
+    /// Largest file accepted, in bytes.
+    #[arg(long, env = "IRONCLAD_MAX_FILE_BYTES", default_value_t = 25 * 1024 * 1024)]
+    pub max_file_bytes: u64,
+    /// Most files per case.
+    #[arg(long, env = "IRONCLAD_MAX_FILES", default_value_t = 50)]
+    pub max_files: usize,
+    /// Most pages per case.
+    #[arg(long, env = "IRONCLAD_MAX_PAGES", default_value_t = 500)]
+    pub max_pages: u32,
+}
+
+impl RoleSettings {
+    /// The roles' configuration, validated.
+    pub fn runtime(&self) -> anyhow::Result<RuntimeConfig> {
+        let config = RuntimeConfig {
+            lease: self.lease,
+            lease_renew_every: self.lease / 3,
+            worker_concurrency: self.worker_concurrency,
+            job_timeout: self.job_timeout,
+            retry: RetryPolicy { delays: self.retry_delays.clone(), max_attempts: self.max_attempts, ..RetryPolicy::default() },
+            reclaim_every: self.reclaim_every,
+            dispatch_batch: self.dispatch_batch,
+            outbox_max_attempts: self.outbox_max_attempts,
+            outbox_lock_timeout: self.outbox_lock_timeout,
+            outbox_retention: self.outbox_retention,
+            reconcile_every: self.reconcile_every,
+            reemit_after: self.reemit_after,
+            blob_grace: self.blob_grace,
+            ..RuntimeConfig::default()
+        };
+        config.validate().map_err(anyhow::Error::msg).context("invalid configuration")?;
+        anyhow::ensure!(
+            self.claim_idle > self.lease / 3,
+            "claim idle ({:?}) must exceed the lease renew interval ({:?}), or live jobs' messages get reclaimed",
+            self.claim_idle,
+            self.lease / 3
+        );
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86400)));
+        assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+}

@@ -1,0 +1,86 @@
+//! `ironclad`: every role and operator command of the pipeline in one binary.
+
+mod commands;
+mod config;
+
+use clap::{Parser, Subcommand};
+use config::{Connections, RoleSettings};
+
+/// Ironclad: document dossiers in, accountable decisions out.
+#[derive(Debug, Parser)]
+#[command(name = "ironclad", version, about)]
+struct Cli {
+    #[command(flatten)]
+    connections: Connections,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run every role in one process (the default for one machine); migrates first.
+    All(RoleSettings),
+    /// Run the HTTP API.
+    Serve(RoleSettings),
+    /// Run the outbox dispatcher.
+    Dispatcher(RoleSettings),
+    /// Run a worker.
+    Worker(RoleSettings),
+    /// Run the reconciler.
+    Reconciler(RoleSettings),
+    /// Apply database migrations.
+    Migrate,
+    /// Manage tenants.
+    #[command(subcommand)]
+    Tenant(commands::admin::TenantCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Apikey(commands::admin::ApiKeyCommand),
+    /// Upload files as a new case through the API.
+    Submit(commands::submit::SubmitArgs),
+    /// List cases (reads the database).
+    Cases(commands::cases::CasesArgs),
+    /// Show one case with its jobs, decision and history (reads the database).
+    Case(commands::cases::CaseArgs),
+    /// Requeue dead work.
+    Requeue(commands::admin::RequeueArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    commands::init_logging(matches!(
+        cli.command,
+        Command::All(_) | Command::Serve(_) | Command::Dispatcher(_) | Command::Worker(_) | Command::Reconciler(_)
+    ));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("ironclad: cannot start the async runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let c = cli.connections;
+        match cli.command {
+            Command::All(s) => commands::roles::run(&c, &s, commands::roles::Roles::all()).await,
+            Command::Serve(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_api()).await,
+            Command::Dispatcher(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_dispatcher()).await,
+            Command::Worker(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_worker()).await,
+            Command::Reconciler(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_reconciler()).await,
+            Command::Migrate => commands::admin::migrate(&c).await,
+            Command::Tenant(t) => commands::admin::tenant(&c, t).await,
+            Command::Apikey(k) => commands::admin::apikey(&c, k).await,
+            Command::Submit(a) => commands::submit::run(a).await,
+            Command::Cases(a) => commands::cases::list(&c, a).await,
+            Command::Case(a) => commands::cases::show(&c, a).await,
+            Command::Requeue(a) => commands::admin::requeue(&c, a).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("ironclad: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Errors a role step can end with. None of them is fatal to the loop: it logs, backs off and
+//! goes on, because PostgreSQL holds the truth and the next step starts from it.
+
+use ironclad_core::faults::InjectedFault;
+
+/// Why a step did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// PostgreSQL refused or was unreachable.
+    #[error(transparent)]
+    Store(#[from] ironclad_store::StoreError),
+    /// Redis refused or was unreachable.
+    #[error(transparent)]
+    Queue(#[from] ironclad_queue::QueueError),
+    /// A test armed a fault here.
+    #[error(transparent)]
+    Injected(#[from] InjectedFault),
+}

@@ -1,0 +1,29 @@
+//! Ironclad's long-running roles — dispatcher, worker, reconciler — as libraries.
+//!
+//! Each role keeps no case progress in memory: every step's result is committed before the next
+//! step starts, so any process can die at any point and another picks up from PostgreSQL. Each
+//! role exposes one step (`Dispatcher::tick`, `Worker::handle`, `Reconciler::sweep`) that tests
+//! drive by hand, and a `run` loop that production uses.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod dispatcher;
+pub mod error;
+pub mod lease_keeper;
+pub mod metric_names;
+pub mod reconciler;
+pub mod worker;
+
+pub use config::RuntimeConfig;
+pub use dispatcher::Dispatcher;
+pub use error::RuntimeError;
+pub use reconciler::Reconciler;
+pub use worker::Worker;
+
+/// Waits for `d` or until shutdown; returns true when shutting down.
+pub(crate) async fn pause(shutdown: &tokio_util::sync::CancellationToken, d: std::time::Duration) -> bool {
+    tokio::select! {
+        _ = shutdown.cancelled() => true,
+        _ = tokio::time::sleep(d) => false,
+    }
+}
