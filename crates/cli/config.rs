@@ -26,8 +26,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {text:?}: {e}"))
 }
 
-fn parse_delays(text: &str) -> Result<Vec<Duration>, String> {
-    text.split(',').map(parse_duration).collect()
+/// A comma-separated list of retry delays (a newtype, so clap takes it as one value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delays(pub Vec<Duration>);
+
+fn parse_delays(text: &str) -> Result<Delays, String> {
+    text.split(',').map(parse_duration).collect::<Result<Vec<_>, _>>().map(Delays)
 }
 
 /// Where the services are.
@@ -71,7 +75,7 @@ pub struct RoleSettings {
     pub job_timeout: Duration,
     /// Retry delays, comma-separated; the last repeats.
     #[arg(long, env = "IRONCLAD_RETRY_DELAYS", default_value = "30s,2m,10m,1h", value_parser = parse_delays)]
-    pub retry_delays: Vec<Duration>,
+    pub retry_delays: Delays,
     /// Attempts per job, the first run included.
     #[arg(long, env = "IRONCLAD_MAX_ATTEMPTS", default_value_t = 5)]
     pub max_attempts: i32,
@@ -128,7 +132,7 @@ impl RoleSettings {
             lease_renew_every: self.lease / 3,
             worker_concurrency: self.worker_concurrency,
             job_timeout: self.job_timeout,
-            retry: RetryPolicy { delays: self.retry_delays.clone(), max_attempts: self.max_attempts, ..RetryPolicy::default() },
+            retry: RetryPolicy { delays: self.retry_delays.0.clone(), max_attempts: self.max_attempts, ..RetryPolicy::default() },
             reclaim_every: self.reclaim_every,
             dispatch_batch: self.dispatch_batch,
             outbox_max_attempts: self.outbox_max_attempts,
@@ -163,5 +167,6 @@ mod tests {
         assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5y").is_err());
+        assert_eq!(parse_delays("1s,2m").map(|d| d.0), Ok(vec![Duration::from_secs(1), Duration::from_secs(120)]));
     }
 }

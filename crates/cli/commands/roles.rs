@@ -6,6 +6,7 @@ use anyhow::Context;
 use ironclad_api::{ApiConfig, AppState, IntakeLimits};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
+use metrics_exporter_prometheus::Matcher;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::{Dispatcher, Reconciler, Worker};
 use ironclad_store::Store;
@@ -84,7 +85,12 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         Ok(points) => Faults::with_crashes_from(&points),
         Err(_) => Faults::none(),
     };
+    // Buckets turn the duration metrics into Prometheus histograms (summaries cannot be
+    // aggregated across processes).
+    let buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
+        .context("configuring metric buckets")?
         .install_recorder()
         .context("installing the metrics recorder")?;
 

@@ -208,6 +208,9 @@ FROM decision d JOIN cases c ON c.id = d.case_id
 RETURNING case_id
 "#;
 
+/// id, case, source, kind, generation, attempt, max attempts.
+type ClaimRow = (Uuid, Uuid, Option<Uuid>, String, i32, i32, i32);
+
 /// What finishing a finalize job did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FinalizeOutcome {
@@ -228,7 +231,7 @@ impl Store {
         lease: Duration,
     ) -> StoreResult<ClaimOutcome> {
         let token = Uuid::new_v4();
-        let row: Option<(Uuid, Uuid, Option<Uuid>, String, i32, i32, i32)> = sqlx::query_as(JOB_CLAIM)
+        let row: Option<ClaimRow> = sqlx::query_as(JOB_CLAIM)
             .bind(msg.job_id.0)
             .bind(msg.case_id.0)
             .bind(msg.kind.as_str())
@@ -427,3 +430,27 @@ pub(crate) fn applied(rows: u64) -> Transition {
     }
 }
 
+
+/// What a worker needs to know about the source a job processes.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SourceRecord {
+    /// Source id.
+    pub id: Uuid,
+    /// Blob store key.
+    pub blob_key: String,
+    /// Hex sha256 the bytes must have.
+    pub sha256: String,
+    /// Media type sniffed at intake.
+    pub media_type: String,
+    /// Pages counted at intake.
+    pub pages: i32,
+}
+
+const SOURCE_GET: &str = "SELECT id, blob_key, sha256, media_type, pages FROM sources WHERE id = $1";
+
+impl Store {
+    /// The source a job processes.
+    pub async fn source_record(&self, source: SourceId) -> StoreResult<Option<SourceRecord>> {
+        Ok(sqlx::query_as(SOURCE_GET).bind(source.0).fetch_optional(self.pool()).await?)
+    }
+}

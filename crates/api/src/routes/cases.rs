@@ -1,0 +1,186 @@
+//! `/v1/cases`: intake (POST), one case (GET by id), and the keyset-paged listing.
+//!
+//! Every read is scoped to the caller's tenant; another tenant's case, an unknown id and a
+//! malformed id all get the same 404, so ids cannot be probed across tenants.
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::intake;
+use crate::state::{AppState, IntakeLimits};
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use ironclad_core::role::Role;
+use ironclad_core::{CaseId, CaseStatus, IdempotencyKey};
+use ironclad_store::read::{decode_cursor, encode_cursor, CaseSummary};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Page size when the client gives none.
+pub const DEFAULT_PAGE_SIZE: i64 = 50;
+/// Largest page a client may ask for; bigger asks are refused rather than silently cut, so a
+/// client never mistakes a short page for the end.
+pub const MAX_PAGE_SIZE: i64 = 500;
+
+/// Header a client sets to make a submission safe to retry.
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+/// Header set on a 201 that replays an earlier submission's answer.
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The case routes. The body limit covers a full upload (see [`IntakeLimits::max_body_bytes`]);
+/// the finer limits are enforced while streaming.
+pub fn router(limits: &IntakeLimits) -> Router<AppState> {
+    Router::new()
+        .route("/v1/cases", get(list_cases).post(create_case))
+        .route("/v1/cases/{id}", get(get_case))
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes()))
+}
+
+/// `POST /v1/cases` (operator or admin).
+async fn create_case(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Operator, Role::Admin], "submit cases")?;
+    let key = idempotency_key(&headers)?;
+    let multipart = multipart.map_err(|_| {
+        ApiError::client(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "expected_multipart",
+            "the body must be multipart/form-data with one or more \"file\" parts",
+        )
+    })?;
+    let reply = intake::submit(&state, caller.0, key, multipart).await?;
+    let mut response = (StatusCode::CREATED, Json(reply.body)).into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/v1/cases/{}", reply.case_id)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    if reply.replayed {
+        response
+            .headers_mut()
+            .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
+    Ok(response)
+}
+
+/// The `Idempotency-Key` header, if present; malformed keys are refused (400).
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let invalid = |reason: String| {
+        ApiError::bad_request(
+            "invalid_idempotency_key",
+            format!("Idempotency-Key: {reason}"),
+        )
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| invalid("must be visible ASCII characters".to_owned()))?;
+    IdempotencyKey::parse(text)
+        .map(Some)
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// `GET /v1/cases/{id}` (any role of the owning tenant).
+async fn get_case(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    // A malformed id is "no such case", exactly like an unknown or foreign one.
+    let id: CaseId = id
+        .ok()
+        .and_then(|Path(raw)| raw.parse().ok())
+        .ok_or_else(ApiError::not_found)?;
+    let detail = state
+        .store
+        .case_detail(Some(caller.0.tenant_id), id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(detail).into_response())
+}
+
+/// Query of the listing; everything arrives as text so each mistake gets its own 400.
+#[derive(Debug, Deserialize)]
+struct ListParams {
+    status: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// One page of the listing.
+#[derive(Debug, Serialize)]
+struct CasePage {
+    cases: Vec<CaseSummary>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
+/// `GET /v1/cases?status=&limit=&cursor=`: the caller's cases, newest first.
+async fn list_cases(
+    State(state): State<AppState>,
+    caller: Caller,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(params) = params.map_err(|_| {
+        ApiError::bad_request("invalid_query", "the query string could not be parsed")
+    })?;
+    let status = params
+        .status
+        .as_deref()
+        .map(|s| {
+            s.parse::<CaseStatus>().map_err(|_| {
+                ApiError::bad_request("invalid_status", format!("unknown case status {s:?}"))
+                    .with_details(json!({"allowed": CaseStatus::ALL}))
+            })
+        })
+        .transpose()?;
+    let limit = match params.limit.as_deref() {
+        None => DEFAULT_PAGE_SIZE,
+        Some(raw) => raw
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=MAX_PAGE_SIZE).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_limit",
+                    format!("limit must be an integer from 1 to {MAX_PAGE_SIZE}"),
+                )
+                .with_details(json!({"max": MAX_PAGE_SIZE}))
+            })?,
+    };
+    let cursor = params
+        .cursor
+        .as_deref()
+        .map(|c| {
+            decode_cursor(c).ok_or_else(|| {
+                ApiError::bad_request("invalid_cursor", "cursor is not one this API issued")
+            })
+        })
+        .transpose()?;
+    // One row more than asked tells whether another page exists, so the last page carries
+    // `next_cursor: null` instead of sending the client to an empty page.
+    let mut cases = state
+        .store
+        .list_cases(
+            Some(caller.0.tenant_id),
+            status.map(CaseStatus::as_str),
+            cursor,
+            limit + 1,
+        )
+        .await?;
+    let next_cursor = if cases.len() as i64 > limit {
+        cases.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        cases.last().map(|c| encode_cursor(c.created_at, c.id))
+    } else {
+        None
+    };
+    Ok(Json(CasePage { cases, next_cursor }).into_response())
+}

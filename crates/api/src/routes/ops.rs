@@ -1,0 +1,307 @@
+//! Operations endpoints, without authentication: liveness, readiness and Prometheus metrics.
+//!
+//! `/metrics` renders the process's recorder and then gauges read at scrape time from
+//! PostgreSQL (outbox, cases and jobs by status) and Redis (pending messages). These gauges
+//! are written as text here rather than through the `metrics` facade, so they are correct
+//! with or without a recorder and never go stale between scrapes; nothing else may register
+//! the same names. A dependency that is down costs its lines only, reported by
+//! `ironclad_scrape_source_up{source=…} 0`.
+
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use ironclad_core::{CaseStatus, JobStatus};
+use ironclad_queue::PendingSummary;
+use ironclad_store::metrics::PipelineGauges;
+use serde_json::json;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::time::Duration;
+
+/// How long each dependency gets to answer a probe or a scrape. Kubernetes' default probe
+/// timeout is 1 s and its period 10 s; 2 s each (run in parallel) stays inside a period
+/// while tolerating one slow fsync on a loaded PostgreSQL.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The ops routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+}
+
+/// Liveness: the process answers HTTP. Never checks dependencies, so a database outage does
+/// not get every API process restarted.
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// Readiness: PostgreSQL and (when configured) Redis answer within [`PROBE_TIMEOUT`].
+async fn readyz(State(state): State<AppState>) -> Response {
+    let postgres = probe("postgres", state.store.ping());
+    let redis = async {
+        match &state.queue {
+            Some(queue) => Some(probe("redis", queue.ping()).await),
+            None => None,
+        }
+    };
+    let (postgres, redis) = tokio::join!(postgres, redis);
+    let ready = postgres && redis.unwrap_or(true);
+    let word = |ok: bool| if ok { "ok" } else { "error" };
+    let body = json!({
+        "status": if ready { "ok" } else { "unavailable" },
+        "postgres": word(postgres),
+        "redis": redis.map_or("not_configured", word),
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
+}
+
+/// Whether `check` succeeded within [`PROBE_TIMEOUT`]; failures are logged with their cause.
+async fn probe<E: std::fmt::Display>(
+    what: &'static str,
+    check: impl Future<Output = Result<(), E>>,
+) -> bool {
+    match tokio::time::timeout(PROBE_TIMEOUT, check).await {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            tracing::warn!(dependency = what, error = %e, "readiness probe failed");
+            false
+        }
+        Err(_) => {
+            tracing::warn!(dependency = what, timeout = ?PROBE_TIMEOUT, "readiness probe timed out");
+            false
+        }
+    }
+}
+
+/// Prometheus text: the recorder's metrics, then the scrape-time gauges.
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut text = state
+        .metrics
+        .as_ref()
+        .map(|handle| handle.render())
+        .unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let gauges = read("postgres", state.store.pipeline_gauges());
+    let pending = async {
+        match &state.queue {
+            Some(queue) => read("redis", queue.pending_summary()).await,
+            None => None,
+        }
+    };
+    let (gauges, pending) = tokio::join!(gauges, pending);
+    write_scrape_gauges(&mut text, gauges.as_ref(), pending, state.queue.is_some());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// The value of `read` if it answers within [`PROBE_TIMEOUT`]; `None` (logged) otherwise.
+async fn read<T, E: std::fmt::Display>(
+    what: &'static str,
+    read: impl Future<Output = Result<T, E>>,
+) -> Option<T> {
+    match tokio::time::timeout(PROBE_TIMEOUT, read).await {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(e)) => {
+            tracing::warn!(dependency = what, error = %e, "metrics scrape could not read gauges");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(dependency = what, "metrics scrape timed out reading gauges");
+            None
+        }
+    }
+}
+
+/// Appends the scrape-time gauges in Prometheus' text format.
+fn write_scrape_gauges(
+    out: &mut String,
+    db: Option<&PipelineGauges>,
+    pending: Option<PendingSummary>,
+    queue_configured: bool,
+) {
+    family(
+        out,
+        "ironclad_scrape_source_up",
+        "Whether the last scrape could read this source (1) or not (0).",
+    );
+    sample(
+        out,
+        "ironclad_scrape_source_up",
+        Some(("source", "postgres")),
+        bool_value(db.is_some()),
+    );
+    if queue_configured {
+        sample(
+            out,
+            "ironclad_scrape_source_up",
+            Some(("source", "redis")),
+            bool_value(pending.is_some()),
+        );
+    }
+    if let Some(g) = db {
+        single(
+            out,
+            "ironclad_outbox_pending",
+            "Outbox rows waiting to be published.",
+            g.outbox_pending as f64,
+        );
+        single(
+            out,
+            "ironclad_outbox_oldest_pending_age_seconds",
+            "Age of the oldest due outbox row waiting to be published.",
+            g.outbox_oldest_pending_age_seconds,
+        );
+        single(
+            out,
+            "ironclad_outbox_dead",
+            "Outbox rows that gave up publishing.",
+            g.outbox_dead as f64,
+        );
+        let cases = CaseStatus::ALL.iter().map(|s| s.as_str());
+        by_status(
+            out,
+            "ironclad_cases",
+            "Cases by status.",
+            cases,
+            &g.cases_by_status,
+        );
+        let jobs = JobStatus::ALL.iter().map(|s| s.as_str());
+        by_status(
+            out,
+            "ironclad_jobs",
+            "Jobs by status.",
+            jobs,
+            &g.jobs_by_status,
+        );
+    }
+    if let Some(p) = pending {
+        single(
+            out,
+            "ironclad_stream_pending",
+            "Messages delivered to a worker and not yet acknowledged.",
+            p.count as f64,
+        );
+        single(
+            out,
+            "ironclad_stream_oldest_pending_age_seconds",
+            "Idle time of the oldest unacknowledged message.",
+            p.oldest_idle_ms as f64 / 1000.0,
+        );
+    }
+}
+
+/// A family with every known status (zero when absent, so series never vanish) plus any
+/// status the database reports that this build does not know.
+fn by_status<'a>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    known: impl Iterator<Item = &'a str>,
+    counts: &[(String, i64)],
+) {
+    family(out, name, help);
+    let known: Vec<&str> = known.collect();
+    let count_of = |status: &str| {
+        counts
+            .iter()
+            .find(|(s, _)| s == status)
+            .map_or(0, |(_, n)| *n)
+    };
+    for status in &known {
+        sample(out, name, Some(("status", status)), count_of(status) as f64);
+    }
+    for (status, n) in counts.iter().filter(|(s, _)| !known.contains(&s.as_str())) {
+        sample(out, name, Some(("status", status)), *n as f64);
+    }
+}
+
+fn single(out: &mut String, name: &str, help: &str, value: f64) {
+    family(out, name, help);
+    sample(out, name, None, value);
+}
+
+fn family(out: &mut String, name: &str, help: &str) {
+    // Writing to a String cannot fail.
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+}
+
+fn sample(out: &mut String, name: &str, label: Option<(&str, &str)>, value: f64) {
+    let _ = match label {
+        Some((key, v)) => writeln!(out, "{name}{{{key}=\"{}\"}} {value}", escape_label(v)),
+        None => writeln!(out, "{name} {value}"),
+    };
+}
+
+fn bool_value(up: bool) -> f64 {
+    if up {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// Label values escape backslash, double quote and newline (Prometheus text format).
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauges_render_in_text_format() {
+        let g = PipelineGauges {
+            outbox_pending: 3,
+            outbox_oldest_pending_age_seconds: 1.5,
+            outbox_dead: 0,
+            cases_by_status: vec![("INGESTED".into(), 2), ("WEIRD\"".into(), 1)],
+            jobs_by_status: vec![],
+        };
+        let pending = PendingSummary {
+            count: 4,
+            oldest_idle_ms: 2500,
+        };
+        let mut out = String::new();
+        write_scrape_gauges(&mut out, Some(&g), Some(pending), true);
+        assert!(out.contains("# TYPE ironclad_outbox_pending gauge\nironclad_outbox_pending 3\n"));
+        assert!(out.contains("ironclad_outbox_oldest_pending_age_seconds 1.5\n"));
+        assert!(out.contains("ironclad_cases{status=\"INGESTED\"} 2\n"));
+        assert!(out.contains("ironclad_cases{status=\"RESOLVED\"} 0\n"));
+        assert!(out.contains("ironclad_cases{status=\"WEIRD\\\"\"} 1\n"));
+        assert!(out.contains("ironclad_jobs{status=\"PENDING\"} 0\n"));
+        assert!(out.contains("ironclad_stream_pending 4\n"));
+        assert!(out.contains("ironclad_stream_oldest_pending_age_seconds 2.5\n"));
+        assert!(out.contains("ironclad_scrape_source_up{source=\"redis\"} 1\n"));
+    }
+
+    #[test]
+    fn a_missing_source_costs_only_its_lines() {
+        let mut out = String::new();
+        write_scrape_gauges(&mut out, None, None, true);
+        assert!(out.contains("ironclad_scrape_source_up{source=\"postgres\"} 0\n"));
+        assert!(out.contains("ironclad_scrape_source_up{source=\"redis\"} 0\n"));
+        assert!(!out.contains("ironclad_outbox_pending"));
+    }
+}

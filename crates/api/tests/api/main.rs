@@ -1,0 +1,24 @@
+//! HTTP API tests against real PostgreSQL and Redis: each test spawns the router on
+//! 127.0.0.1:0 with a fresh database, a Redis key prefix and a temporary blob store, and
+//! calls it with reqwest.
+//!
+//! Table of contents:
+//! - `helpers`: `TestApp` (spawn, keys, multipart submissions, row counts).
+//! - `intake`: the happy path (invariant 1, atomic intake) and request validation.
+//! - `limits`: bytes, files, pages and body limits refuse without leaving rows.
+//! - `file_types`: wrong, damaged, empty and duplicate files refuse without leaving rows.
+//! - `idempotency`: replays answer byte-identically, reuse is 409, races make one case.
+//! - `auth`: 401/403, and tenant isolation that cannot be probed.
+//! - `faults`: a failure after the blob writes leaves no case, and the sweep collects the orphan.
+//! - `reads`: keyset listing and its parameter checks.
+//! - `ops`: healthz, readyz (up and down), metrics, JSON 404/405, the request deadline.
+
+mod auth;
+mod faults;
+mod file_types;
+mod helpers;
+mod idempotency;
+mod intake;
+mod limits;
+mod ops;
+mod reads;

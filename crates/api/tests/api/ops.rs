@@ -1,0 +1,171 @@
+//! Operations endpoints and the router's own answers: readiness follows the dependencies,
+//! metrics include the scrape-time gauges, unknown routes and methods answer JSON, and a
+//! request past its deadline is cut off with a JSON 503 and leaves no temp file.
+
+use crate::helpers::TestApp;
+use futures::StreamExt;
+use ironclad_api::ApiConfig;
+use ironclad_documents::fixtures;
+use ironclad_queue::{Queue, StreamConfig};
+use ironclad_testkit::private::PrivateRedis;
+use ironclad_testkit::redis_prefix;
+use reqwest::StatusCode;
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn health_and_readiness_with_everything_up() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let health = app.get("/healthz", None).await?;
+    assert_eq!(
+        (health.status, health.json()),
+        (StatusCode::OK, serde_json::json!({"status": "ok"}))
+    );
+    let ready = app.get("/readyz", None).await?;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+    assert_eq!(
+        ready.json(),
+        serde_json::json!({"status": "ok", "postgres": "ok", "redis": "ok"})
+    );
+    app.stop().await;
+    Ok(())
+}
+
+/// Redis dies after the queue connected (the queue connects eagerly, so "down from the
+/// start" cannot be built): readiness turns 503 within the probe timeout.
+#[tokio::test]
+async fn readiness_is_503_when_redis_is_down() -> anyhow::Result<()> {
+    let redis = PrivateRedis::start()?;
+    let queue = Queue::connect(&redis.url(), StreamConfig::with_prefix(&redis_prefix())).await?;
+    let app = TestApp::spawn_full(ApiConfig::default(), Some(queue)).await?;
+    assert_eq!(app.get("/readyz", None).await?.status, StatusCode::OK);
+
+    redis.kill()?;
+    let started = Instant::now();
+    let ready = app.get("/readyz", None).await?;
+    assert_eq!(
+        ready.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        ready.text()
+    );
+    assert_eq!(
+        ready.json(),
+        serde_json::json!({"status": "unavailable", "postgres": "ok", "redis": "error"})
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    // Metrics still render what PostgreSQL knows.
+    let metrics = app.get("/metrics", None).await?;
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert!(metrics.text().contains("ironclad_outbox_pending 0"));
+    assert!(metrics
+        .text()
+        .contains("ironclad_scrape_source_up{source=\"redis\"} 0"));
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn metrics_include_scrape_time_gauges_and_intake_counters() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let answer = app
+        .submit(&[("m.pdf", &fixtures::pdf_with_pages(1, "metrics"))])
+        .await?;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    let metrics = app.get("/metrics", None).await?;
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert!(metrics
+        .header("content-type")
+        .unwrap_or_default()
+        .starts_with("text/plain"));
+    let text = metrics.text();
+    for line in [
+        "ironclad_outbox_pending 1",
+        "ironclad_outbox_dead 0",
+        "ironclad_stream_pending 0",
+        "ironclad_cases{status=\"INGESTED\"} 1",
+        "ironclad_jobs{status=\"PENDING\"} 1",
+        "ironclad_scrape_source_up{source=\"postgres\"} 1",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    assert!(text.contains("ironclad_outbox_oldest_pending_age_seconds"));
+    assert!(text.contains("ironclad_stream_oldest_pending_age_seconds"));
+    assert!(text.contains("ironclad_intake_cases_total"), "{text}");
+    assert!(text.contains("ironclad_intake_duration_seconds"), "{text}");
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_json() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let missing = app.get("/v2/nothing", None).await?;
+    assert_eq!(
+        (missing.status, missing.code().as_str()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    let wrong = app.client.delete(app.url("/v1/cases")).send().await?;
+    assert_eq!(wrong.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let allow = wrong
+        .headers()
+        .get("allow")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        allow.contains("GET") && allow.contains("POST"),
+        "Allow: {allow}"
+    );
+    let body: serde_json::Value = wrong.json().await?;
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+    app.stop().await;
+    Ok(())
+}
+
+/// A client that stalls mid-upload is cut off at the deadline with a JSON 503, and the
+/// abandoned upload's temp file is removed.
+#[tokio::test]
+async fn a_stalled_upload_times_out_with_json() -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        request_timeout: Duration::from_millis(500),
+        ..ApiConfig::default()
+    })
+    .await?;
+    let pdf = fixtures::pdf_with_pages(1, "slow");
+    let (head, tail) = pdf.split_at(pdf.len() / 2);
+    let chunks: Vec<Vec<u8>> = vec![head.to_vec(), tail.to_vec()];
+    let stream = futures::stream::iter(chunks)
+        .enumerate()
+        .then(|(i, chunk)| async move {
+            if i == 1 {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+            Ok::<_, std::io::Error>(chunk)
+        });
+    let part =
+        reqwest::multipart::Part::stream(reqwest::Body::wrap_stream(stream)).file_name("slow.pdf");
+    let form = reqwest::multipart::Form::new().part("file", part);
+    let started = Instant::now();
+    let answer = app.post_case(&app.key, form, None).await?;
+    assert_eq!(
+        answer.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        answer.text()
+    );
+    assert_eq!(answer.code(), "timeout");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(
+        app.temp_files()?,
+        0,
+        "the cut-off upload's temp file is removed"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM cases").await?, 0);
+    app.stop().await;
+    Ok(())
+}
