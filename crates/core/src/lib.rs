@@ -16,6 +16,8 @@ pub mod ids;
 pub mod job;
 pub mod media;
 pub mod outbox;
+pub mod page;
+pub mod parse;
 pub mod retry;
 pub mod role;
 

@@ -295,6 +295,18 @@ impl Store {
         result: &serde_json::Value,
         finalize_max_attempts: i32,
     ) -> StoreResult<(Transition, bool)> {
+        self.complete_source_job_with(job, result, None, finalize_max_attempts).await
+    }
+
+    /// [`Store::complete_source_job`], also storing what reading the source produced, in the
+    /// same transaction.
+    pub async fn complete_source_job_with(
+        &self,
+        job: &ClaimedJob,
+        result: &serde_json::Value,
+        results: Option<&crate::results::SourceResults>,
+        finalize_max_attempts: i32,
+    ) -> StoreResult<(Transition, bool)> {
         let mut tx = self.pool().begin().await?;
         let done: Option<(Uuid, i32)> = sqlx::query_as(JOB_SUCCEED)
             .bind(job.id.0)
@@ -305,6 +317,9 @@ impl Store {
         let Some((case_id, generation)) = done else {
             return Ok((Transition::Stale, false));
         };
+        if let (Some(results), Some(source)) = (results, job.source_id) {
+            crate::results::insert(&mut tx, case_id, source.0, generation, results).await?;
+        }
         sqlx::query(CASE_LOCK).bind(case_id).execute(&mut *tx).await?;
         let finalize_id = JobId::new();
         let envelope = Envelope::new(finalize_id, CaseId(case_id), JobKind::FinalizeCase, 1);

@@ -15,7 +15,9 @@ pub mod metrics;
 pub mod outbox;
 pub mod read;
 pub mod reconcile;
+pub mod results;
 pub mod tenants;
+pub mod workflows;
 
 pub use error::{StoreError, StoreResult};
 

@@ -118,6 +118,73 @@ pub struct AuditView {
     pub created_at: DateTime<Utc>,
 }
 
+/// A page as shown with its case (text and words are fetched separately).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct PageView {
+    /// Source it belongs to.
+    pub source_id: Uuid,
+    /// 0-based index.
+    pub page_index: i32,
+    /// How it was read.
+    pub method: String,
+    /// Mean word confidence.
+    pub confidence: f32,
+    /// Rotation applied (degrees).
+    pub rotation: i16,
+    /// Classified document type.
+    pub doc_type: Option<String>,
+    /// Classification confidence.
+    pub class_confidence: Option<f32>,
+    /// Why UNKNOWN or ambiguous.
+    pub class_reason: Option<String>,
+}
+
+/// An extracted field with its evidence.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct FactView {
+    /// Field name.
+    pub field: String,
+    /// Chosen typed value.
+    pub value: Option<serde_json::Value>,
+    /// Raw text of the chosen value.
+    pub raw_text: Option<String>,
+    /// Page of the chosen value (0-based).
+    pub page: Option<i32>,
+    /// Box of the value span.
+    pub bbox: Option<serde_json::Value>,
+    /// Confidence.
+    pub confidence: Option<f32>,
+    /// Candidates disagree.
+    pub conflict: bool,
+    /// Required but not found.
+    pub missing: bool,
+    /// Every candidate.
+    pub candidates: serde_json::Value,
+}
+
+/// A typed page range of a source with its facts.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentView {
+    /// Segment id.
+    pub id: Uuid,
+    /// Source it belongs to.
+    pub source_id: Uuid,
+    /// Generation.
+    pub generation: i32,
+    /// Document type, `None` for UNKNOWN.
+    pub doc_type: Option<String>,
+    /// Classification confidence.
+    pub confidence: f32,
+    /// First page (0-based).
+    pub first_page: i32,
+    /// Last page (0-based).
+    pub last_page: i32,
+    /// Why UNKNOWN.
+    pub reason: Option<String>,
+    /// Extracted fields.
+    pub facts: Vec<FactView>,
+}
+
 /// A case with everything that happened to it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseDetail {
@@ -128,6 +195,10 @@ pub struct CaseDetail {
     pub sources: Vec<SourceView>,
     /// Its jobs, every generation.
     pub jobs: Vec<JobView>,
+    /// Pages of the current generation, as read and classified.
+    pub pages: Vec<PageView>,
+    /// Typed segments of the current generation, with their facts.
+    pub segments: Vec<SegmentView>,
     /// The latest decision, if any.
     pub decision: Option<DecisionView>,
     /// Its history, oldest first.
@@ -155,6 +226,12 @@ const CASE_JOBS: &str = "SELECT id, kind, source_id, status, generation, attempt
      FROM jobs WHERE case_id = $1 ORDER BY generation, kind DESC, created_at, id";
 const CASE_DECISION: &str = "SELECT id, generation, version, status, summary, evidence, created_at \
      FROM decisions WHERE case_id = $1 ORDER BY version DESC LIMIT 1";
+const CASE_PAGES: &str = "SELECT source_id, page_index, method, confidence, rotation, doc_type, class_confidence, \
+     class_reason FROM pages WHERE case_id = $1 AND generation = $2 ORDER BY source_id, page_index";
+const CASE_SEGMENTS: &str = "SELECT id, source_id, generation, doc_type, confidence, first_page, last_page, reason \
+     FROM segments WHERE case_id = $1 AND generation = $2 AND active ORDER BY source_id, ordinal";
+const CASE_FACTS: &str = "SELECT segment_id, field, value, raw_text, page, bbox, confidence, conflict, missing, candidates \
+     FROM facts WHERE case_id = $1 ORDER BY field";
 const CASE_AUDIT: &str =
     "SELECT id, actor, event_type, data, created_at FROM audit_events WHERE case_id = $1 ORDER BY id";
 
@@ -201,9 +278,38 @@ impl Store {
         let Some(case) = case else { return Ok(None) };
         let sources = sqlx::query_as(CASE_SOURCES).bind(id.0).fetch_all(self.pool()).await?;
         let jobs = sqlx::query_as(CASE_JOBS).bind(id.0).fetch_all(self.pool()).await?;
+        let pages = sqlx::query_as(CASE_PAGES).bind(id.0).bind(case.generation).fetch_all(self.pool()).await?;
+        type SegmentRow = (Uuid, Uuid, i32, Option<String>, f32, i32, i32, Option<String>);
+        let segment_rows: Vec<SegmentRow> =
+            sqlx::query_as(CASE_SEGMENTS).bind(id.0).bind(case.generation).fetch_all(self.pool()).await?;
+        let mut facts: Vec<(Uuid, FactView)> = Vec::new();
+        if !segment_rows.is_empty() {
+            type FactRow = (Uuid, String, Option<serde_json::Value>, Option<String>, Option<i32>, Option<serde_json::Value>, Option<f32>, bool, bool, serde_json::Value);
+            let rows: Vec<FactRow> = sqlx::query_as(CASE_FACTS).bind(id.0).fetch_all(self.pool()).await?;
+            facts = rows
+                .into_iter()
+                .map(|(seg, field, value, raw_text, page, bbox, confidence, conflict, missing, candidates)| {
+                    (seg, FactView { field, value, raw_text, page, bbox, confidence, conflict, missing, candidates })
+                })
+                .collect();
+        }
+        let segments = segment_rows
+            .into_iter()
+            .map(|(sid, source_id, generation, doc_type, confidence, first_page, last_page, reason)| SegmentView {
+                id: sid,
+                source_id,
+                generation,
+                doc_type,
+                confidence,
+                first_page,
+                last_page,
+                reason,
+                facts: facts.iter().filter(|(s, _)| *s == sid).map(|(_, f)| f.clone()).collect(),
+            })
+            .collect();
         let decision = sqlx::query_as(CASE_DECISION).bind(id.0).fetch_optional(self.pool()).await?;
         let audit = sqlx::query_as(CASE_AUDIT).bind(id.0).fetch_all(self.pool()).await?;
-        Ok(Some(CaseDetail { case, sources, jobs, decision, audit }))
+        Ok(Some(CaseDetail { case, sources, jobs, pages, segments, decision, audit }))
     }
 
     /// A page of cases, newest first; pass the last row's cursor to continue.

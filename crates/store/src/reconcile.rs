@@ -47,7 +47,8 @@ ON CONFLICT (idempotency_key) DO NOTHING
 "#;
 
 /// Dead-lettered jobs start over: attempts reset, a new outbox row, the case back to
-/// PROCESSING, and a REQUEUED audit event.
+/// PROCESSING (unless another job of its generation failed for good: that case could never be
+/// finalized), and a REQUEUED audit event.
 const JOB_REQUEUE_DEAD_LETTERED: &str = r#"
 WITH requeued AS (
     UPDATE jobs SET status = 'PENDING', attempt = 0, next_attempt_at = now(), finished_at = NULL,
@@ -63,6 +64,7 @@ WITH requeued AS (
 ), reopened AS (
     UPDATE cases c SET status = 'PROCESSING', status_reason = NULL, updated_at = now()
     FROM requeued r WHERE c.id = r.case_id AND c.generation = r.generation AND c.status = 'FAILED'
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.case_id = c.id AND j.generation = c.generation AND j.status = 'FAILED' AND j.dead_lettered_at IS NULL)
 )
 INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data)
 SELECT r.case_id, c.tenant_id, $1, 'REQUEUED',

@@ -175,3 +175,69 @@ async fn schema_refuses_the_impossible() -> anyhow::Result<()> {
     db.drop_database().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn results_are_stored_with_the_success_and_workflows_are_versioned() -> anyhow::Result<()> {
+    use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("acme").await?;
+    let case = new_case(tenant, 1, None);
+    store.commit_intake(&case).await?;
+    let env = Envelope::new(case.sources[0].job_id, case.case_id, JobKind::ProcessSource, 1);
+    let job = claim(store, &env).await?;
+    let results = SourceResults {
+        pages: vec![PageRow {
+            page_index: 0,
+            method: "text_layer".into(),
+            confidence: 1.0,
+            rotation: 0,
+            doc_type: Some("commercial_invoice".into()),
+            class_confidence: Some(0.9),
+            class_reason: None,
+            text: "INVOICE No. 42".into(),
+            words: serde_json::json!([]),
+        }],
+        segments: vec![SegmentRow {
+            ordinal: 0,
+            doc_type: Some("commercial_invoice".into()),
+            confidence: 0.9,
+            first_page: 0,
+            last_page: 0,
+            reason: None,
+            facts: vec![FactRow {
+                field: "invoice_number".into(),
+                value: Some(serde_json::json!({"text": "42"})),
+                raw_text: Some("42".into()),
+                page: Some(0),
+                bbox: Some(serde_json::json!({"x0": 0.5, "y0": 0.1, "x1": 0.6, "y1": 0.12})),
+                confidence: Some(0.95),
+                conflict: false,
+                missing: false,
+                candidates: serde_json::json!([]),
+            }],
+        }],
+    };
+    let (t, _) = store.complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3).await?;
+    assert_eq!(t, Transition::Applied);
+    // A stale rerun stores nothing more.
+    let (t, _) = store.complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3).await?;
+    assert_eq!(t, Transition::Stale);
+    let detail = store.case_detail(Some(tenant), case.case_id).await?.ok_or_else(|| anyhow::anyhow!("missing"))?;
+    assert_eq!(detail.pages.len(), 1);
+    assert_eq!(detail.segments.len(), 1);
+    assert_eq!(detail.segments[0].facts.len(), 1);
+    assert_eq!(detail.segments[0].facts[0].raw_text.as_deref(), Some("42"));
+
+    let (v1, new1) = store.load_workflow("trade", "a: 1").await?;
+    let (again, new_again) = store.load_workflow("trade", "a: 1").await?;
+    let (v2, new2) = store.load_workflow("trade", "a: 2").await?;
+    assert_eq!((v1.version, new1, again.version, new_again, v2.version, new2), (1, true, 1, false, 2, true));
+    store.record_case_workflow(case.case_id, v1.id).await?;
+    store.record_case_workflow(case.case_id, v2.id).await?;
+    let recorded: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT workflow_id FROM cases WHERE id = $1").bind(case.case_id.0).fetch_one(store.pool()).await?;
+    assert_eq!(recorded, Some(v1.id));
+    db.drop_database().await;
+    Ok(())
+}

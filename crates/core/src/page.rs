@@ -1,0 +1,129 @@
+//! What reading a page produces: its words with positions and confidences, however it was
+//! read. OCR, the PDF text layer and an external provider all produce this one shape, so
+//! classification and extraction never care where the text came from.
+
+use serde::{Deserialize, Serialize};
+
+/// A rectangle in page-relative coordinates: (0, 0) is the top-left corner, (1, 1) the
+/// bottom-right, so boxes survive any rendering resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct BBox {
+    /// Left edge, 0..=1.
+    pub x0: f32,
+    /// Top edge, 0..=1.
+    pub y0: f32,
+    /// Right edge, 0..=1.
+    pub x1: f32,
+    /// Bottom edge, 0..=1.
+    pub y1: f32,
+}
+
+impl BBox {
+    /// The smallest box holding both.
+    pub fn union(self, other: BBox) -> BBox {
+        BBox {
+            x0: self.x0.min(other.x0),
+            y0: self.y0.min(other.y0),
+            x1: self.x1.max(other.x1),
+            y1: self.y1.max(other.y1),
+        }
+    }
+
+    /// Clamps every edge into 0..=1 and orders the edges.
+    pub fn normalized(self) -> BBox {
+        let c = |v: f32| if v.is_finite() { v.clamp(0.0, 1.0) } else { 0.0 };
+        BBox {
+            x0: c(self.x0.min(self.x1)),
+            y0: c(self.y0.min(self.y1)),
+            x1: c(self.x0.max(self.x1)),
+            y1: c(self.y0.max(self.y1)),
+        }
+    }
+}
+
+/// One word on a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Word {
+    /// The word as read.
+    pub text: String,
+    /// Where it is.
+    pub bbox: BBox,
+    /// How sure the reader is, 0..=1 (1 for a text layer).
+    pub confidence: f32,
+    /// Line number on the page (0-based), so lines can be rebuilt in reading order.
+    pub line: u32,
+}
+
+/// How a page's text was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadMethod {
+    /// The PDF's own text layer.
+    TextLayer,
+    /// Tesseract OCR of the rendered page.
+    Ocr,
+    /// An external provider.
+    Provider,
+}
+
+/// One page as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageText {
+    /// 0-based page index within its source.
+    pub index: u32,
+    /// How it was read.
+    pub method: ReadMethod,
+    /// Mean word confidence, 0..=1.
+    pub confidence: f32,
+    /// Rotation applied before reading, in degrees clockwise (0, 90, 180, 270).
+    pub rotation: u16,
+    /// Words in reading order.
+    pub words: Vec<Word>,
+}
+
+impl PageText {
+    /// The page's text, one line per `Word::line`, words separated by single spaces.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let mut current: Option<u32> = None;
+        for w in &self.words {
+            match current {
+                Some(l) if l == w.line => out.push(' '),
+                Some(_) => out.push('\n'),
+                None => {}
+            }
+            out.push_str(&w.text);
+            current = Some(w.line);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(text: &str, line: u32) -> Word {
+        Word { text: text.into(), bbox: BBox::default(), confidence: 1.0, line }
+    }
+
+    #[test]
+    fn text_rebuilds_lines() {
+        let page = PageText {
+            index: 0,
+            method: ReadMethod::TextLayer,
+            confidence: 1.0,
+            rotation: 0,
+            words: vec![word("Invoice", 0), word("No.", 0), word("42", 1)],
+        };
+        assert_eq!(page.text(), "Invoice No.\n42");
+    }
+
+    #[test]
+    fn boxes_normalize_and_union() {
+        let b = BBox { x0: 0.9, y0: -1.0, x1: 0.1, y1: f32::NAN }.normalized();
+        assert_eq!(b, BBox { x0: 0.1, y0: 0.0, x1: 0.9, y1: 0.0 });
+        let u = BBox { x0: 0.1, y0: 0.1, x1: 0.2, y1: 0.2 }.union(BBox { x0: 0.15, y0: 0.05, x1: 0.3, y1: 0.15 });
+        assert_eq!(u, BBox { x0: 0.1, y0: 0.05, x1: 0.3, y1: 0.2 });
+    }
+}
