@@ -61,9 +61,20 @@ pub struct RoleSettings {
     /// Directory of the content-addressed blob store.
     #[arg(long, env = "IRONCLAD_BLOB_DIR", default_value = ".state/blobs")]
     pub blob_dir: PathBuf,
-    /// Document processor: `stand-in` (default), or a test processor such as `test:sleep=5s`.
+    /// Document processor: `reading` (text layer + Tesseract OCR + workflow extraction),
+    /// `stand-in` (verifies and counts pages only), or a test processor such as `test:sleep=5s`.
     #[arg(long, env = "IRONCLAD_PROCESSOR", default_value = "stand-in")]
     pub processor: String,
+    /// Workflow file applied by the `reading` processor (default: the built-in trade workflow).
+    #[arg(long, env = "IRONCLAD_WORKFLOW")]
+    pub workflow: Option<PathBuf>,
+    /// Tesseract languages for the `reading` processor.
+    #[arg(long, env = "IRONCLAD_OCR_LANGUAGES", default_value = "eng+fra")]
+    pub ocr_languages: String,
+    /// Directory caching read pages by content hash (a reprocess or duplicate upload is not
+    /// OCRed twice).
+    #[arg(long, env = "IRONCLAD_PAGE_CACHE_DIR")]
+    pub page_cache_dir: Option<PathBuf>,
     /// Jobs one worker process runs at once.
     #[arg(long, env = "IRONCLAD_WORKER_CONCURRENCY", default_value_t = 8)]
     pub worker_concurrency: usize,

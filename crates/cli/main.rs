@@ -44,9 +44,20 @@ enum Command {
     Case(commands::cases::CaseArgs),
     /// Requeue dead work.
     Requeue(commands::admin::RequeueArgs),
+    /// Read files and print pages, segments and fields (no database needed).
+    Extract(commands::documents::ExtractArgs),
+    /// Validate or load workflow files.
+    #[command(subcommand)]
+    Workflow(commands::documents::WorkflowCommand),
+    /// Read invoice2data templates.
+    #[command(subcommand)]
+    Templates(commands::documents::TemplatesCommand),
 }
 
 fn main() -> std::process::ExitCode {
+    // Tesseract is 5-6x slower on 2 cores unless OpenMP is limited before libgomp loads; this
+    // re-executes the binary with OMP_THREAD_LIMIT=1 when it is not set.
+    ironclad_ocr::ensure_omp_thread_limit();
     let cli = Cli::parse();
     commands::init_logging(matches!(
         cli.command,
@@ -74,6 +85,9 @@ fn main() -> std::process::ExitCode {
             Command::Cases(a) => commands::cases::list(&c, a).await,
             Command::Case(a) => commands::cases::show(&c, a).await,
             Command::Requeue(a) => commands::admin::requeue(&c, a).await,
+            Command::Extract(a) => commands::documents::extract(a).await,
+            Command::Workflow(w) => commands::documents::workflow(&c, w).await,
+            Command::Templates(t) => commands::documents::templates(t),
         }
     });
     match result {

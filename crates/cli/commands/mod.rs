@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod cases;
+pub mod documents;
 pub mod roles;
 pub mod submit;
 

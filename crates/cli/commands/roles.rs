@@ -133,8 +133,7 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         tasks.spawn(d.run(shutdown.clone()));
     }
     if roles.worker {
-        let processor = ironclad_documents::processor::processor_from_spec(&s.processor)
-            .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor))?;
+        let processor = build_processor(&store, s).await?;
         let w = Arc::new(Worker::new(store.clone(), queue.clone(), blobs.clone(), processor, runtime_config.clone(), faults.clone()));
         tasks.spawn(w.run(shutdown.clone()));
     }
@@ -152,6 +151,37 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         tracing::warn!("roles did not stop in time; exiting anyway (leases expire and work is rescued)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The document processor named by `--processor`: `reading` (text layer + Tesseract + the
+/// workflow), `stand-in`, or a `test:` spec.
+async fn build_processor(
+    store: &Store,
+    s: &RoleSettings,
+) -> anyhow::Result<Arc<dyn ironclad_documents::processor::DocumentProcessor>> {
+    if s.processor != "reading" {
+        return ironclad_documents::processor::processor_from_spec(&s.processor)
+            .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor));
+    }
+    let yaml = match &s.workflow {
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading workflow {}", path.display()))?,
+        None => super::documents::DEFAULT_WORKFLOW_YAML.to_owned(),
+    };
+    let workflow = ironclad_extract::Workflow::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
+    let name = workflow.spec().name.clone();
+    let (version, _) = store.load_workflow(&name, &yaml).await.context("storing the workflow")?;
+    tracing::info!(workflow = %name, version = version.version, "workflow loaded");
+    let mut set = ironclad_runtime::reading::WorkflowSet { default: Some(name.clone()), ..Default::default() };
+    set.by_name.insert(name, ironclad_runtime::reading::LoadedWorkflow { id: version.id, workflow: Arc::new(workflow) });
+    let cache: Option<Arc<dyn ironclad_ocr::PageCache>> = match &s.page_cache_dir {
+        Some(dir) => Some(Arc::new(
+            ironclad_ocr::DirPageCache::new(dir).with_context(|| format!("opening page cache {}", dir.display()))?,
+        )),
+        None => None,
+    };
+    let options = ironclad_ocr::ReadOptions { languages: s.ocr_languages.clone(), ..ironclad_ocr::ReadOptions::default() };
+    let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
+    Ok(Arc::new(ironclad_runtime::reading::ReadingProcessor::new(reader, set)))
 }
 
 async fn wait_for_signal() {

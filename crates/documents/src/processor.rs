@@ -28,15 +28,23 @@ pub struct SourceInput {
     pub pages: u32,
     /// Where the bytes are.
     pub blob_path: PathBuf,
+    /// The workflow the case asked for (`None`: the default one).
+    pub workflow: Option<String>,
 }
 
 /// The result of processing one source.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProcessedSource {
     /// Pages found.
     pub pages: u32,
     /// What the processor did, stored with the job's result.
     pub summary: serde_json::Value,
+    /// Every page as read (empty for processors that do not read text).
+    pub read: Vec<ironclad_core::page::PageText>,
+    /// Classification, segmentation and extraction, when a workflow was applied.
+    pub analysis: Option<ironclad_extract::Analysis>,
+    /// The stored workflow version the analysis ran under, if any.
+    pub workflow_id: Option<uuid::Uuid>,
 }
 
 /// Why processing failed. The split decides the job's fate: retry with backoff, or fail.
@@ -132,6 +140,7 @@ impl DocumentProcessor for StandInProcessor {
                     "pages": inspection.pages,
                     "bytes": len,
                 }),
+                ..ProcessedSource::default()
             })
         })
     }
@@ -355,6 +364,7 @@ mod tests {
             sha256: hex::encode(Sha256::digest(bytes)),
             pages: 3,
             blob_path: path,
+            workflow: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod dispatcher;
 pub mod error;
 pub mod lease_keeper;
 pub mod metric_names;
+pub mod reading;
 pub mod reconciler;
 pub mod worker;
 

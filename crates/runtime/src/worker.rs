@@ -13,7 +13,7 @@ use ironclad_blobs::BlobStore;
 use ironclad_core::faults::{FaultPoint, Faults};
 use ironclad_core::retry::RetryVerdict;
 use ironclad_core::{Envelope, JobKind};
-use ironclad_documents::processor::{DocumentProcessor, ProcessorError, SourceInput};
+use ironclad_documents::processor::{DocumentProcessor, ProcessedSource, ProcessorError, SourceInput};
 use ironclad_queue::{Delivery, Queue};
 use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, FinalizeOutcome};
 use ironclad_store::{Store, Transition};
@@ -35,10 +35,10 @@ pub enum Handled {
     Failed,
     /// Nothing to do (terminal job, not yet due): acknowledged.
     Duplicate,
-    /// A live worker holds the job: left pending, recovery will look again.
-    LeftPending,
     /// The message went to the dead-letter stream, with this reason.
     DeadLettered(String),
+    /// A live worker holds the job: left pending, recovery will look again.
+    LeftPending,
     /// Our lease was lost mid-run; our outcome was discarded.
     LeaseLost,
 }
@@ -57,7 +57,7 @@ pub struct Worker {
 const ACTOR: &str = "system:worker";
 
 enum StepOutcome {
-    Done(serde_json::Value),
+    Done(Box<ProcessedSource>),
     Retryable(String),
     Terminal(String),
 }
@@ -109,19 +109,26 @@ impl Worker {
         self.faults.check(FaultPoint::WorkerBeforeProcess)?;
         let handled = match job.kind {
             JobKind::ProcessSource => {
-                let outcome = self.run_source_step(&job).await?;
-                if keeper.lost() {
+                let outcome = self.run_source_step(&job).await;
+                // Stop renewing before committing: the lease stays valid for at least two
+                // thirds of its length, and a renewal racing the commit would only report a
+                // "lost" lease that the commit itself just released.
+                let lost = keeper.lost();
+                drop(keeper);
+                if lost {
                     Handled::LeaseLost
                 } else {
-                    self.commit(&job, outcome).await?
+                    self.commit(&job, outcome?).await?
                 }
             }
-            JobKind::FinalizeCase => match self.store.finalize_case(&job).await? {
-                FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => Handled::Succeeded,
-                FinalizeOutcome::Stale => Handled::LeaseLost,
-            },
+            JobKind::FinalizeCase => {
+                drop(keeper);
+                match self.store.finalize_case(&job).await? {
+                    FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => Handled::Succeeded,
+                    FinalizeOutcome::Stale => Handled::LeaseLost,
+                }
+            }
         };
-        drop(keeper);
         metrics::histogram!(m::JOB_DURATION_SECONDS, "kind" => job.kind.as_str()).record(started.elapsed().as_secs_f64());
         if handled == Handled::Succeeded {
             metrics::counter!(m::JOBS_SUCCEEDED_TOTAL).increment(1);
@@ -190,15 +197,13 @@ impl Worker {
             sha256: source.sha256,
             pages: u32::try_from(source.pages).unwrap_or(0),
             blob_path,
+            workflow: source.workflow,
         };
         let processor = self.processor.clone();
         let task = tokio::spawn(async move { processor.process(input).await });
         let abort = task.abort_handle();
         Ok(match tokio::time::timeout(self.config.job_timeout, task).await {
-            Ok(Ok(Ok(processed))) => StepOutcome::Done(serde_json::json!({
-                "pages": processed.pages,
-                "summary": processed.summary,
-            })),
+            Ok(Ok(Ok(processed))) => StepOutcome::Done(Box::new(processed)),
             Ok(Ok(Err(ProcessorError::Retryable(msg)))) => StepOutcome::Retryable(msg),
             Ok(Ok(Err(ProcessorError::Terminal(msg)))) => StepOutcome::Terminal(msg),
             Ok(Err(join)) if join.is_panic() => StepOutcome::Terminal(format!("processor {} panicked", self.processor.name())),
@@ -213,8 +218,13 @@ impl Worker {
     async fn commit(&self, job: &ClaimedJob, outcome: StepOutcome) -> Result<Handled, RuntimeError> {
         let finalize_attempts = self.config.retry.max_attempts;
         let (transition, handled) = match outcome {
-            StepOutcome::Done(result) => {
-                let (t, _) = self.store.complete_source_job(job, &result, finalize_attempts).await?;
+            StepOutcome::Done(processed) => {
+                let result = serde_json::json!({ "pages": processed.pages, "summary": processed.summary });
+                let results = crate::reading::source_results(&processed);
+                let (t, _) = self
+                    .store
+                    .complete_source_job_with(job, &result, results.as_ref(), finalize_attempts)
+                    .await?;
                 (t, Handled::Succeeded)
             }
             StepOutcome::Retryable(msg) => {

@@ -171,9 +171,10 @@ macro_rules! fail_jobs_sql {
 
 /// $1 job, $5 token: the worker's own run.
 const JOB_FAIL_HELD: &str = fail_jobs_sql!("id = $1 AND status = 'RUNNING' AND lease_token = $5");
-/// $1 job, $5 case, $6 kind: no live worker holds it (pending, or its lease expired).
+/// $1 job, $5 case, $6 kind: no live worker holds it (due, or its lease expired). A job
+/// waiting for a scheduled retry is left alone: a stale duplicate must not cancel that retry.
 const JOB_FAIL_UNHELD: &str = fail_jobs_sql!(
-    "id = $1 AND case_id = $5 AND kind = $6 AND (status = 'PENDING' OR (status = 'RUNNING' AND lease_expires_at < now()))"
+    "id = $1 AND case_id = $5 AND kind = $6 AND ((status = 'PENDING' AND next_attempt_at <= now()) OR (status = 'RUNNING' AND lease_expires_at < now()))"
 );
 /// $1 job: attempts exhausted and nobody holds it.
 pub(crate) const JOB_FAIL_EXHAUSTED: &str = fail_jobs_sql!(
@@ -459,9 +460,12 @@ pub struct SourceRecord {
     pub media_type: String,
     /// Pages counted at intake.
     pub pages: i32,
+    /// The workflow its case asked for.
+    pub workflow: Option<String>,
 }
 
-const SOURCE_GET: &str = "SELECT id, blob_key, sha256, media_type, pages FROM sources WHERE id = $1";
+const SOURCE_GET: &str = "SELECT s.id, s.blob_key, s.sha256, s.media_type, s.pages, c.workflow \
+     FROM sources s JOIN cases c ON c.id = s.case_id WHERE s.id = $1";
 
 impl Store {
     /// The source a job processes.

@@ -77,6 +77,8 @@ pub struct SourceResults {
     pub pages: Vec<PageRow>,
     /// Segments in order.
     pub segments: Vec<SegmentRow>,
+    /// The workflow version the analysis ran under; recorded on the case (first writer wins).
+    pub workflow_id: Option<Uuid>,
 }
 
 const PAGES_INSERT: &str = r#"
@@ -110,6 +112,13 @@ pub(crate) async fn insert(
     generation: i32,
     results: &SourceResults,
 ) -> Result<(), sqlx::Error> {
+    if let Some(workflow) = results.workflow_id {
+        sqlx::query("UPDATE cases SET workflow_id = $2 WHERE id = $1 AND workflow_id IS NULL")
+            .bind(case_id)
+            .bind(workflow)
+            .execute(&mut **tx)
+            .await?;
+    }
     let p = &results.pages;
     sqlx::query(PAGES_INSERT)
         .bind(case_id)

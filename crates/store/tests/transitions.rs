@@ -217,6 +217,7 @@ async fn results_are_stored_with_the_success_and_workflows_are_versioned() -> an
                 candidates: serde_json::json!([]),
             }],
         }],
+        workflow_id: None,
     };
     let (t, _) = store.complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3).await?;
     assert_eq!(t, Transition::Applied);

@@ -1,0 +1,247 @@
+//! Reading documents without the pipeline: `ironclad extract`, `ironclad workflow …`,
+//! `ironclad templates import`. None of these needs PostgreSQL or Redis except `workflow load`.
+
+use super::connect_store;
+use crate::config::Connections;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use ironclad_core::page::{PageText, ReadMethod};
+use ironclad_extract::invoice2data::{extract_with_templates, Template};
+use ironclad_extract::Workflow;
+use ironclad_ocr::{PageReader, ReadOptions};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The trade workflow shipped with the binary, used when no other is given.
+pub const DEFAULT_WORKFLOW_YAML: &str = include_str!("../../../workflows/trade.yaml");
+
+/// `ironclad workflow …`
+#[derive(Debug, Subcommand)]
+pub enum WorkflowCommand {
+    /// Check a workflow file and print what it declares.
+    Validate {
+        /// The YAML file.
+        file: PathBuf,
+    },
+    /// Store a workflow file as a new version (same content: same version).
+    Load {
+        /// The YAML file.
+        file: PathBuf,
+    },
+}
+
+/// `ironclad templates …`
+#[derive(Debug, Subcommand)]
+pub enum TemplatesCommand {
+    /// Read every invoice2data template under DIR and report which load and why not.
+    Import {
+        /// Directory searched recursively for .yml/.yaml/.json templates.
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `ironclad extract FILE...`
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Files to read (PDF, PNG, JPEG, TIFF).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Workflow file (default: the built-in trade workflow).
+    #[arg(long)]
+    pub workflow: Option<PathBuf>,
+    /// invoice2data templates directory, applied to each file's text as well.
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
+    /// Tesseract languages.
+    #[arg(long, env = "IRONCLAD_OCR_LANGUAGES", default_value = "eng+fra")]
+    pub languages: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn read_workflow(path: Option<&Path>) -> anyhow::Result<(String, Workflow)> {
+    let yaml = match path {
+        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        None => DEFAULT_WORKFLOW_YAML.to_owned(),
+    };
+    let workflow = Workflow::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
+    Ok((yaml, workflow))
+}
+
+pub async fn workflow(c: &Connections, cmd: WorkflowCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        WorkflowCommand::Validate { file } => {
+            let (_, wf) = read_workflow(Some(&file))?;
+            let spec = wf.spec();
+            println!("{}: valid workflow {:?} with {} document type(s)", file.display(), spec.name, spec.document_types.len());
+            for t in &spec.document_types {
+                println!("  {:<24} {} field(s)", t.id, t.fields.len());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkflowCommand::Load { file } => {
+            let (yaml, wf) = read_workflow(Some(&file))?;
+            let store = connect_store(c).await?;
+            let (version, created) = store.load_workflow(&wf.spec().name, &yaml).await?;
+            println!(
+                "workflow {} version {} {}",
+                version.name,
+                version.version,
+                if created { "stored" } else { "already stored (same content)" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn template_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            template_files(&path, out)?;
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yml" | "yaml" | "json")) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Templates that could not be read, with the reason.
+type Refused = Vec<(PathBuf, String)>;
+
+/// Loads every template under `dir`; returns the good ones and (file, reason) for the rest.
+fn load_templates(dir: &Path) -> anyhow::Result<(Vec<Template>, Refused)> {
+    let mut files = Vec::new();
+    template_files(dir, &mut files).with_context(|| format!("listing {}", dir.display()))?;
+    files.sort();
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for f in files {
+        match std::fs::read_to_string(&f).map_err(|e| e.to_string()).and_then(|t| Template::from_yaml(&t).map_err(|e| e.to_string())) {
+            Ok(t) => ok.push(t),
+            Err(e) => failed.push((f, e)),
+        }
+    }
+    Ok((ok, failed))
+}
+
+pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
+    let TemplatesCommand::Import { dir, json } = cmd;
+    let (ok, failed) = load_templates(&dir)?;
+    if json {
+        let failed: Vec<_> = failed.iter().map(|(f, e)| serde_json::json!({"file": f, "error": e})).collect();
+        println!("{}", serde_json::json!({"loaded": ok.len(), "failed": failed}));
+    } else {
+        println!("{} template(s) loaded, {} refused", ok.len(), failed.len());
+        for (f, e) in &failed {
+            println!("  refused {}: {e}", f.display());
+        }
+        for t in ok.iter().filter(|t| !t.warnings().is_empty()) {
+            for w in t.warnings() {
+                println!("  warning {}: {w}", t.issuer());
+            }
+        }
+    }
+    Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+fn method(m: ReadMethod) -> &'static str {
+    match m {
+        ReadMethod::TextLayer => "text layer",
+        ReadMethod::Ocr => "OCR",
+        ReadMethod::Provider => "provider",
+    }
+}
+
+pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
+    let (_, workflow) = read_workflow(args.workflow.as_deref())?;
+    let templates = match &args.templates {
+        Some(dir) => load_templates(dir)?.0,
+        None => Vec::new(),
+    };
+    let reader = std::sync::Arc::new(PageReader::new(ReadOptions { languages: args.languages.clone(), ..ReadOptions::default() }, None));
+    let mut code = ExitCode::SUCCESS;
+    for file in &args.files {
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let Some(media) = ironclad_documents::sniff(&bytes) else {
+            eprintln!("{}: not a PDF, PNG, JPEG or TIFF", file.display());
+            code = ExitCode::from(2);
+            continue;
+        };
+        let r = reader.clone();
+        let pages: Vec<PageText> = match tokio::task::spawn_blocking(move || r.read_bytes(&bytes, media)).await? {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                code = ExitCode::from(2);
+                continue;
+            }
+        };
+        let analysis = ironclad_extract::analyze(&workflow, &pages);
+        let full_text: String = pages.iter().map(|p| p.text()).collect::<Vec<_>>().join("\n");
+        let template = extract_with_templates(&templates, &full_text);
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "file": file, "media_type": media.as_str(), "pages": pages, "analysis": analysis,
+                    "invoice2data": template.map(|(issuer, fields)| serde_json::json!({"issuer": issuer, "fields": fields})),
+                })
+            );
+            continue;
+        }
+        println!("== {} ({}, {} page(s))", file.display(), media.as_str(), pages.len());
+        for (p, class) in pages.iter().zip(&analysis.pages) {
+            println!(
+                "-- page {} read by {} (confidence {:.2}{}) — {}",
+                p.index + 1,
+                method(p.method),
+                p.confidence,
+                if p.rotation != 0 { format!(", rotated {}°", p.rotation) } else { String::new() },
+                match &class.doc_type {
+                    Some(t) => format!("{t} ({:.2})", class.confidence),
+                    None => format!("UNKNOWN: {}", class.reason.as_deref().unwrap_or("no reason")),
+                }
+            );
+            for line in p.text().lines() {
+                println!("   | {line}");
+            }
+        }
+        for s in &analysis.segments {
+            let pages: Vec<String> = s.segment.pages.iter().map(|p| (p + 1).to_string()).collect();
+            println!(
+                "segment pages {}: {} (confidence {:.2})",
+                pages.join(","),
+                s.segment.doc_type.as_deref().unwrap_or("UNKNOWN"),
+                s.segment.confidence
+            );
+            for f in &s.facts {
+                match &f.chosen {
+                    Some(c) => println!(
+                        "  {:<20} = {:<28} raw {:?} page {} box [{:.3},{:.3},{:.3},{:.3}] confidence {:.2}{}{}",
+                        f.field,
+                        serde_json::to_string(&c.value).unwrap_or_default(),
+                        c.raw,
+                        c.page + 1,
+                        c.bbox.x0,
+                        c.bbox.y0,
+                        c.bbox.x1,
+                        c.bbox.y1,
+                        c.confidence,
+                        if f.candidates.len() > 1 { format!(", {} candidates", f.candidates.len()) } else { String::new() },
+                        if f.conflict { ", CONFLICT" } else { "" }
+                    ),
+                    None => println!("  {:<20} = (none){}", f.field, if f.missing_required { " — required, MISSING" } else { "" }),
+                }
+            }
+        }
+        if let Some((issuer, fields)) = template {
+            println!("invoice2data template {issuer}: {fields}");
+        }
+    }
+    Ok(code)
+}

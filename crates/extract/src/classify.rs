@@ -1,0 +1,255 @@
+//! Page classification: which document type a page belongs to, how sure that is, and
+//! whether the page starts a new document.
+//!
+//! A page is scored against every type; the best type wins only if it reaches its
+//! `min_score` and leads the runner-up by its `margin`. Anything else is UNKNOWN with the
+//! reason spelled out, because a wrong type silently extracts wrong fields, while UNKNOWN
+//! sends the page to a person.
+
+use ironclad_core::page::PageText;
+use serde::{Deserialize, Serialize};
+
+use crate::layout::PageLayout;
+use crate::workflow::{CompiledType, Workflow};
+
+/// One page's classification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageClass {
+    /// The page's index within its source ([`PageText::index`]).
+    pub page: u32,
+    /// The recognised document type, or `None` (UNKNOWN; see `reason`).
+    pub doc_type: Option<String>,
+    /// The winning score, in `[0, 1]`; 0 when UNKNOWN.
+    pub confidence: f64,
+    /// Every type's score, best first (ties in workflow order).
+    pub scores: Vec<(String, f64)>,
+    /// Whether the page starts a new document of its type (a title or "page 1 of", and no
+    /// continuation marker).
+    pub first_page: bool,
+    /// Why the page is UNKNOWN; `None` when it was classified.
+    pub reason: Option<String>,
+}
+
+/// Classifies one page against the workflow's document types.
+pub fn classify_page(workflow: &Workflow, page: &PageText) -> PageClass {
+    let layout = PageLayout::new(page);
+    classify_layout(workflow, page.index, &layout)
+}
+
+pub(crate) fn classify_layout(
+    workflow: &Workflow,
+    index: u32,
+    layout: &PageLayout<'_>,
+) -> PageClass {
+    let text = layout.folded().as_str();
+    let mut scored: Vec<(String, f64, &CompiledType, f64, f64)> = workflow
+        .types()
+        .map(|(spec, compiled)| {
+            let r = &spec.recognition;
+            (
+                spec.id.clone(),
+                score(compiled, text),
+                compiled,
+                r.min_score,
+                r.margin,
+            )
+        })
+        .collect();
+    // Stable sort: equal scores keep workflow order, so results are deterministic.
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let scores: Vec<(String, f64)> = scored.iter().map(|(id, s, ..)| (id.clone(), *s)).collect();
+    let unknown = |reason: String| PageClass {
+        page: index,
+        doc_type: None,
+        confidence: 0.0,
+        scores: scores.clone(),
+        first_page: false,
+        reason: Some(reason),
+    };
+
+    if text.trim().is_empty() {
+        return unknown("the page has no text".into());
+    }
+    let Some((best_id, best, compiled, min_score, margin)) = scored.first() else {
+        return unknown("the workflow declares no document type".into());
+    };
+    if *best <= 0.0 {
+        return unknown("no keyword of any document type was found".into());
+    }
+    if best < min_score {
+        return unknown(format!(
+            "best match {best_id} ({best:.2}) is below its minimum score {min_score:.2}"
+        ));
+    }
+    if let Some((second_id, second, ..)) = scored.get(1) {
+        if best - second < *margin {
+            return unknown(format!(
+                "ambiguous between {best_id} ({best:.2}) and {second_id} ({second:.2})"
+            ));
+        }
+    }
+    let first_page = compiled.first_page.iter().any(|re| re.is_match(text))
+        && !compiled.continuation.iter().any(|re| re.is_match(text));
+    PageClass {
+        page: index,
+        doc_type: Some(best_id.clone()),
+        confidence: *best,
+        scores,
+        first_page,
+        reason: None,
+    }
+}
+
+/// Sum of the weights of the keywords found (each counted once), clamped to `[0, 1]` and
+/// rounded to three decimals so that reported scores and margin checks agree exactly.
+fn score(compiled: &CompiledType, folded_text: &str) -> f64 {
+    let sum: f64 = compiled
+        .keywords
+        .iter()
+        .filter(|(re, _)| re.is_match(folded_text))
+        .map(|(_, w)| w)
+        .sum();
+    // `+ 0.0` turns the empty sum's -0.0 into 0.0, which reads better in JSON.
+    (sum.clamp(0.0, 1.0) * 1000.0).round() / 1000.0 + 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::tests::grid_page;
+
+    const TWO_TYPES: &str = r#"
+name: t
+version: 1
+document_types:
+  - id: invoice
+    title: Invoice
+    recognition:
+      keywords:
+        - {text: commercial invoice, weight: 0.6}
+        - {text: unit price, weight: 0.2}
+        - {regex: 'total\s+(usd|eur)', weight: 0.2}
+      min_score: 0.5
+      margin: 0.15
+      first_page: ['commercial invoice\s*$', 'page 1 of']
+      continuation: ['\(continued\)']
+  - id: packing_list
+    title: Packing list
+    recognition:
+      keywords:
+        - {text: packing list, weight: 0.6}
+        - {text: gross kg, weight: 0.2}
+        - {text: unit price, weight: 0.15}
+      min_score: 0.5
+      first_page: ['page 1 of']
+"#;
+
+    fn wf() -> Workflow {
+        Workflow::from_yaml(TWO_TYPES).unwrap()
+    }
+
+    #[test]
+    fn a_clear_page_gets_its_type_and_score() {
+        let page = grid_page(
+            &[
+                "ACME COMMERCIAL INVOICE",
+                "Unit price 2.00",
+                "TOTAL USD 10.00",
+                "Page 1 of 2",
+            ],
+            1.0,
+        );
+        let c = classify_page(&wf(), &page);
+        assert_eq!(c.doc_type.as_deref(), Some("invoice"));
+        assert_eq!(c.confidence, 1.0);
+        assert_eq!(
+            c.scores,
+            [
+                ("invoice".to_owned(), 1.0),
+                ("packing_list".to_owned(), 0.15)
+            ]
+        );
+        assert!(c.first_page);
+        assert_eq!(c.reason, None);
+    }
+
+    #[test]
+    fn a_continuation_marker_vetoes_first_page() {
+        let page = grid_page(
+            &[
+                "ACME COMMERCIAL INVOICE (continued)",
+                "TOTAL USD 10.00",
+                "Page 1 of 2",
+            ],
+            1.0,
+        );
+        let c = classify_page(&wf(), &page);
+        assert_eq!(c.doc_type.as_deref(), Some("invoice"));
+        assert!(!c.first_page);
+    }
+
+    #[test]
+    fn close_scores_are_reported_as_ambiguous() {
+        // invoice: 0.6 + 0.2 = 0.8; packing list: 0.6 + 0.15 = 0.75.
+        let page = grid_page(&["Commercial invoice and packing list", "unit price"], 1.0);
+        let c = classify_page(&wf(), &page);
+        assert_eq!(c.doc_type, None);
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("ambiguous between invoice (0.80) and packing_list (0.75)")
+        );
+        assert_eq!(c.confidence, 0.0);
+        assert!(!c.first_page);
+    }
+
+    #[test]
+    fn weak_evidence_is_unknown_with_the_reason() {
+        let c = classify_page(&wf(), &grid_page(&["unit price list"], 1.0));
+        assert_eq!(c.doc_type, None);
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("best match invoice (0.20) is below its minimum score 0.50")
+        );
+        let c = classify_page(&wf(), &grid_page(&["lorem ipsum"], 1.0));
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("no keyword of any document type was found")
+        );
+        let c = classify_page(&wf(), &grid_page(&[], 1.0));
+        assert_eq!(c.reason.as_deref(), Some("the page has no text"));
+    }
+
+    #[test]
+    fn negative_weights_count_against_a_type() {
+        let yaml = TWO_TYPES.replace(
+            "{text: gross kg, weight: 0.2}",
+            "{text: gross kg, weight: 0.2}\n        - {text: draft, weight: -0.5}",
+        );
+        let page = grid_page(&["PACKING LIST draft", "gross kg"], 1.0);
+        let c = classify_page(&Workflow::from_yaml(&yaml).unwrap(), &page);
+        assert_eq!(c.scores[0], ("packing_list".to_owned(), 0.3));
+        assert_eq!(c.doc_type, None);
+    }
+
+    #[test]
+    fn matching_ignores_accents_and_case() {
+        let yaml = r#"
+name: t
+version: 1
+document_types:
+  - id: customs_declaration
+    title: Customs declaration
+    recognition:
+      keywords: [{text: Déclaration en douane, weight: 0.7}]
+"#;
+        let wf = Workflow::from_yaml(yaml).unwrap();
+        for line in [
+            "DECLARATION EN DOUANE",
+            "Déclaration en Douane",
+            "déclaration en douane",
+        ] {
+            let c = classify_page(&wf, &grid_page(&[line], 1.0));
+            assert_eq!(c.doc_type.as_deref(), Some("customs_declaration"), "{line}");
+        }
+    }
+}

@@ -1,0 +1,864 @@
+//! Workflow files: which document types a dossier may hold, how to recognise each one's
+//! pages, and which fields to extract from it. `workflows/README.md` documents the format.
+//!
+//! A workflow arrives as untrusted text (a tenant uploads it), so loading is parse, then
+//! validate everything, then compile every pattern once: [`Workflow::from_yaml`] either returns
+//! a workflow whose every regex is known to compile within [`limits`], or every problem found,
+//! each named by its path (`document_types[1].fields[2].patterns[0]: …`) so the author can fix
+//! them all in one pass.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use ironclad_core::page::BBox;
+use ironclad_core::parse::{DateOrder, ParseHints, ParserKind};
+use regex::{Regex, RegexBuilder};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::normalize::{fold_pattern, fold_str};
+
+/// Bounds on what a workflow file may ask for. A workflow is tenant input: without bounds,
+/// one file could make every page of every case run thousands of patterns.
+pub mod limits {
+    /// Largest workflow file accepted, in bytes.
+    pub const MAX_FILE_BYTES: usize = 1 << 20;
+    /// Most document types in one workflow.
+    pub const MAX_DOCUMENT_TYPES: usize = 64;
+    /// Most recognition keywords per document type.
+    pub const MAX_KEYWORDS: usize = 128;
+    /// Most first-page or continuation markers per document type.
+    pub const MAX_MARKERS: usize = 16;
+    /// Most fields per document type.
+    pub const MAX_FIELDS: usize = 64;
+    /// Most patterns per field.
+    pub const MAX_PATTERNS: usize = 16;
+    /// Longest pattern or keyword, in characters.
+    pub const MAX_PATTERN_CHARS: usize = 1024;
+    /// Longest identifier (document type id, field name), in characters.
+    pub const MAX_ID_CHARS: usize = 64;
+    /// Compiled size allowed per regex. The regex crate runs in linear time whatever the
+    /// pattern, so size is the one cost left to bound; 1 MiB is far above any label pattern
+    /// and far below what `(?:\w{1000}){1000}` would need.
+    pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+    /// Lazy-DFA cache per regex; beyond it the engine falls back to slower search, not failure.
+    pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
+    /// Deepest nesting of groups and repetitions in a pattern.
+    pub const REGEX_NEST_LIMIT: u32 = 64;
+}
+
+/// A workflow file as written (see `workflows/README.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    /// Stable name, such as `trade`.
+    pub name: String,
+    /// Version of this workflow; a new version is a new row, never an edit.
+    pub version: u32,
+    /// ISO 639-1 codes of the languages its documents are written in (informative; matching
+    /// is accent- and case-insensitive whatever the language).
+    #[serde(default)]
+    pub languages: Vec<String>,
+    /// Locale defaults for every field's parser.
+    #[serde(default, skip_serializing_if = "Hints::is_empty")]
+    pub parse_hints: Hints,
+    /// The document types a dossier may hold.
+    pub document_types: Vec<DocumentTypeSpec>,
+    /// Business rules, kept as written for the rules engine (validated there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<serde_json::Value>,
+    /// Decision policy, kept as written for the decision step (validated there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<serde_json::Value>,
+}
+
+/// One document type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentTypeSpec {
+    /// Identifier used in segments, facts and rules (`[a-z][a-z0-9_]*`).
+    pub id: String,
+    /// Human title, for the operator.
+    pub title: String,
+    /// How to tell its pages from other types' pages.
+    pub recognition: RecognitionSpec,
+    /// Locale overrides for this type's fields.
+    #[serde(default, skip_serializing_if = "Hints::is_empty")]
+    pub parse_hints: Hints,
+    /// The fields to extract.
+    #[serde(default)]
+    pub fields: Vec<FieldSpec>,
+}
+
+/// How a page is recognised as this type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecognitionSpec {
+    /// Weighted evidence; a page's score is the sum of the weights of the keywords found on
+    /// it, clamped to `[0, 1]`.
+    pub keywords: Vec<KeywordSpec>,
+    /// Lowest score that classifies a page as this type.
+    #[serde(default = "default_min_score")]
+    pub min_score: f64,
+    /// How far this type's score must lead the runner-up's; closer is reported as ambiguous.
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    /// Patterns that mark a document's first page (its title, `page 1 of`); such a page
+    /// starts a new segment even when the previous page has the same type.
+    #[serde(default)]
+    pub first_page: Vec<String>,
+    /// Patterns that mark a continuation page (`(continued)`, `page 2 of`); they veto
+    /// `first_page`, as a title repeated on page 2 does not start a new document.
+    #[serde(default)]
+    pub continuation: Vec<String>,
+}
+
+fn default_min_score() -> f64 {
+    0.5
+}
+
+fn default_margin() -> f64 {
+    0.1
+}
+
+/// One piece of recognition evidence: a phrase or a pattern, and its weight.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeywordSpec {
+    /// A phrase matched as whole words, accent- and case-insensitively; any run of spaces in
+    /// it also matches a line break.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A regular expression (Rust `regex` syntax), matched on the folded page text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// In `[-1, 1]`; negative weights count against the type.
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+}
+
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// One field to extract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldSpec {
+    /// Field name, shared across document types so rules can compare them.
+    pub name: String,
+    /// Which core parser reads the value.
+    pub parser: ParserKind,
+    /// Label-anchored patterns, each with a named group `value`; every match of every
+    /// pattern on every page of the segment is a candidate.
+    pub patterns: Vec<String>,
+    /// Only words whose centre lies in this page-relative box are searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<Region>,
+    /// Whether a document of this type without the field is incomplete.
+    #[serde(default)]
+    pub required: bool,
+    /// For `weight` fields whose label states the unit (`Gross weight (kg): 26,070.00`):
+    /// appended to a value written without one. The evidence keeps the text as printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Locale overrides for this field.
+    #[serde(default, skip_serializing_if = "Hints::is_empty")]
+    pub parse_hints: Hints,
+}
+
+/// A page-relative search box: (0, 0) top-left, (1, 1) bottom-right.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    /// Left edge.
+    pub x0: f32,
+    /// Top edge.
+    pub y0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// Bottom edge.
+    pub y1: f32,
+}
+
+impl Region {
+    /// Whether the centre of `b` lies inside this region (edges included).
+    pub fn contains_centre(&self, b: BBox) -> bool {
+        let (cx, cy) = ((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0);
+        (self.x0..=self.x1).contains(&cx) && (self.y0..=self.y1).contains(&cy)
+    }
+}
+
+/// Locale hints for the core parsers; each level (workflow, document type, field) overrides
+/// only what it sets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hints {
+    /// `.` or `,`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decimal_separator: Option<char>,
+    /// ISO 4217 code assumed when an amount has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_currency: Option<String>,
+    /// `day_first`, `month_first` or `year_first`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_order: Option<DateOrder>,
+}
+
+impl Hints {
+    fn is_empty(&self) -> bool {
+        *self == Hints::default()
+    }
+
+    /// `self` with `over`'s settings taking precedence.
+    fn overlaid(&self, over: &Hints) -> Hints {
+        Hints {
+            decimal_separator: over.decimal_separator.or(self.decimal_separator),
+            default_currency: over
+                .default_currency
+                .clone()
+                .or_else(|| self.default_currency.clone()),
+            date_order: over.date_order.or(self.date_order),
+        }
+    }
+
+    fn to_parse_hints(&self) -> ParseHints {
+        ParseHints {
+            decimal_separator: self.decimal_separator,
+            default_currency: self.default_currency.clone(),
+            date_order: self.date_order.unwrap_or_default(),
+        }
+    }
+}
+
+/// A validated workflow with every pattern compiled.
+#[derive(Clone)]
+pub struct Workflow {
+    spec: WorkflowSpec,
+    types: Vec<CompiledType>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledType {
+    pub keywords: Vec<(Regex, f64)>,
+    pub first_page: Vec<Regex>,
+    pub continuation: Vec<Regex>,
+    pub fields: Vec<CompiledField>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledField {
+    pub patterns: Vec<Regex>,
+    pub hints: ParseHints,
+    pub unit: Option<String>,
+}
+
+impl fmt::Debug for Workflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workflow")
+            .field("name", &self.spec.name)
+            .field("version", &self.spec.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Serialize for Workflow {
+    /// A workflow serializes as the file it was loaded from (compiled patterns are derived).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.spec.serialize(s)
+    }
+}
+
+/// Why a workflow file was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkflowError {
+    /// The file exceeds [`limits::MAX_FILE_BYTES`].
+    #[error("workflow file is {size} bytes; the limit is {limit} bytes")]
+    TooLarge {
+        /// Size of the file.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The text is not YAML, or not shaped like a workflow (unknown key, wrong type, unknown
+    /// parser kind). The message names the place.
+    #[error("workflow file cannot be read: {0}")]
+    Syntax(String),
+    /// The file is well-formed but breaks one or more rules; every problem is listed.
+    #[error("workflow file is invalid ({} problem(s)):\n{}", .0.len(), Issue::list(.0))]
+    Invalid(Vec<Issue>),
+}
+
+/// One validation problem, with the path of the offending value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    /// Where, as `document_types[1].fields[2].patterns[0]`.
+    pub path: String,
+    /// What is wrong and, where it helps, what to do.
+    pub message: String,
+}
+
+impl Issue {
+    fn list(issues: &[Issue]) -> String {
+        issues
+            .iter()
+            .map(|i| format!("  {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl fmt::Display for Issue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+impl Workflow {
+    /// Parses, validates and compiles a workflow file.
+    pub fn from_yaml(text: &str) -> Result<Workflow, WorkflowError> {
+        if text.len() > limits::MAX_FILE_BYTES {
+            return Err(WorkflowError::TooLarge {
+                size: text.len(),
+                limit: limits::MAX_FILE_BYTES,
+            });
+        }
+        let spec: WorkflowSpec =
+            serde_yaml::from_str(text).map_err(|e| WorkflowError::Syntax(e.to_string()))?;
+        Workflow::from_spec(spec)
+    }
+
+    /// Validates and compiles an already parsed workflow (for instance one read back from
+    /// the database as JSON).
+    pub fn from_spec(spec: WorkflowSpec) -> Result<Workflow, WorkflowError> {
+        let mut v = Validator::default();
+        let types = v.workflow(&spec);
+        if v.issues.is_empty() {
+            Ok(Workflow { spec, types })
+        } else {
+            Err(WorkflowError::Invalid(v.issues))
+        }
+    }
+
+    /// The workflow as written.
+    pub fn spec(&self) -> &WorkflowSpec {
+        &self.spec
+    }
+
+    /// The document type with this id.
+    pub fn document_type(&self, id: &str) -> Option<&DocumentTypeSpec> {
+        self.spec.document_types.iter().find(|t| t.id == id)
+    }
+
+    /// Spec and compiled form of every document type, in file order.
+    pub(crate) fn types(&self) -> impl Iterator<Item = (&DocumentTypeSpec, &CompiledType)> {
+        self.spec.document_types.iter().zip(&self.types)
+    }
+
+    /// Spec and compiled form of one document type.
+    pub(crate) fn compiled_type(&self, id: &str) -> Option<(&DocumentTypeSpec, &CompiledType)> {
+        self.types().find(|(t, _)| t.id == id)
+    }
+}
+
+/// Collects every problem rather than stopping at the first.
+#[derive(Default)]
+struct Validator {
+    issues: Vec<Issue>,
+}
+
+impl Validator {
+    fn issue(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.issues.push(Issue {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn workflow(&mut self, spec: &WorkflowSpec) -> Vec<CompiledType> {
+        if spec.name.trim().is_empty() || spec.name.chars().count() > 200 {
+            self.issue("name", "must be 1 to 200 characters");
+        }
+        for (i, lang) in spec.languages.iter().enumerate() {
+            if lang.len() != 2 || !lang.chars().all(|c| c.is_ascii_lowercase()) {
+                self.issue(
+                    format!("languages[{i}]"),
+                    format!("{lang:?} is not a two-letter ISO 639-1 code"),
+                );
+            }
+        }
+        self.hints("parse_hints", &spec.parse_hints);
+        if spec.document_types.is_empty() {
+            self.issue("document_types", "declare at least one document type");
+        }
+        if spec.document_types.len() > limits::MAX_DOCUMENT_TYPES {
+            self.issue(
+                "document_types",
+                format!("at most {} document types", limits::MAX_DOCUMENT_TYPES),
+            );
+        }
+        let mut seen = HashSet::new();
+        let mut compiled = Vec::new();
+        for (i, t) in spec
+            .document_types
+            .iter()
+            .enumerate()
+            .take(limits::MAX_DOCUMENT_TYPES)
+        {
+            let path = format!("document_types[{i}]");
+            self.identifier(&format!("{path}.id"), &t.id);
+            if !seen.insert(t.id.as_str()) {
+                self.issue(
+                    format!("{path}.id"),
+                    format!("duplicate document type id {:?}", t.id),
+                );
+            }
+            let hints = spec.parse_hints.overlaid(&t.parse_hints);
+            compiled.push(self.document_type(&path, t, &hints));
+        }
+        compiled
+    }
+
+    fn document_type(&mut self, path: &str, t: &DocumentTypeSpec, hints: &Hints) -> CompiledType {
+        self.hints(&format!("{path}.parse_hints"), &t.parse_hints);
+        let r = &t.recognition;
+        let rpath = format!("{path}.recognition");
+        if r.keywords.is_empty() {
+            self.issue(format!("{rpath}.keywords"), "declare at least one keyword");
+        }
+        self.count(
+            &format!("{rpath}.keywords"),
+            r.keywords.len(),
+            limits::MAX_KEYWORDS,
+        );
+        if !(r.min_score > 0.0 && r.min_score <= 1.0) {
+            self.issue(format!("{rpath}.min_score"), "must be in (0, 1]");
+        }
+        if !(0.0..1.0).contains(&r.margin) {
+            self.issue(format!("{rpath}.margin"), "must be in [0, 1)");
+        }
+        let mut keywords = Vec::new();
+        for (k, kw) in r.keywords.iter().enumerate().take(limits::MAX_KEYWORDS) {
+            let kpath = format!("{rpath}.keywords[{k}]");
+            if !(kw.weight.is_finite() && (-1.0..=1.0).contains(&kw.weight) && kw.weight != 0.0) {
+                self.issue(format!("{kpath}.weight"), "must be in [-1, 1] and not 0");
+            }
+            let re = match (&kw.text, &kw.regex) {
+                (Some(text), None) => self.phrase(&format!("{kpath}.text"), text),
+                (None, Some(pattern)) => self.marker(&format!("{kpath}.regex"), pattern),
+                _ => {
+                    self.issue(kpath, "set exactly one of `text` or `regex`");
+                    None
+                }
+            };
+            keywords.extend(re.map(|re| (re, kw.weight)));
+        }
+        let markers = |v: &mut Self, name: &str, list: &[String]| -> Vec<Regex> {
+            v.count(&format!("{rpath}.{name}"), list.len(), limits::MAX_MARKERS);
+            let it = list.iter().enumerate().take(limits::MAX_MARKERS);
+            it.filter_map(|(i, p)| v.marker(&format!("{rpath}.{name}[{i}]"), p))
+                .collect()
+        };
+        let first_page = markers(self, "first_page", &r.first_page);
+        let continuation = markers(self, "continuation", &r.continuation);
+
+        self.count(
+            &format!("{path}.fields"),
+            t.fields.len(),
+            limits::MAX_FIELDS,
+        );
+        let mut names = HashSet::new();
+        let mut fields = Vec::new();
+        for (f, field) in t.fields.iter().enumerate().take(limits::MAX_FIELDS) {
+            let fpath = format!("{path}.fields[{f}]");
+            self.identifier(&format!("{fpath}.name"), &field.name);
+            if !names.insert(field.name.as_str()) {
+                self.issue(
+                    format!("{fpath}.name"),
+                    format!("duplicate field {:?} in this document type", field.name),
+                );
+            }
+            fields.push(self.field(&fpath, field, hints));
+        }
+        CompiledType {
+            keywords,
+            first_page,
+            continuation,
+            fields,
+        }
+    }
+
+    fn field(&mut self, path: &str, field: &FieldSpec, hints: &Hints) -> CompiledField {
+        self.hints(&format!("{path}.parse_hints"), &field.parse_hints);
+        if field.patterns.is_empty() {
+            self.issue(format!("{path}.patterns"), "declare at least one pattern");
+        }
+        self.count(
+            &format!("{path}.patterns"),
+            field.patterns.len(),
+            limits::MAX_PATTERNS,
+        );
+        let mut patterns = Vec::new();
+        for (p, pattern) in field.patterns.iter().enumerate().take(limits::MAX_PATTERNS) {
+            let ppath = format!("{path}.patterns[{p}]");
+            let Some(re) = self.regex(&ppath, pattern) else {
+                continue;
+            };
+            if !re.capture_names().flatten().any(|n| n == "value") {
+                self.issue(
+                    ppath,
+                    "missing named group \"value\": write the value part as (?P<value>…)",
+                );
+                continue;
+            }
+            patterns.push(re);
+        }
+        if let Some(unit) = &field.unit {
+            if field.parser != ParserKind::Weight {
+                self.issue(
+                    format!("{path}.unit"),
+                    "only `weight` fields take a unit; money uses parse_hints.default_currency",
+                );
+            } else if unit.is_empty()
+                || unit.chars().count() > 16
+                || !unit.chars().all(char::is_alphabetic)
+            {
+                self.issue(
+                    format!("{path}.unit"),
+                    format!("{unit:?} is not a unit such as kg or lb"),
+                );
+            }
+        }
+        if let Some(r) = field.region {
+            let ok = [r.x0, r.y0, r.x1, r.y1]
+                .iter()
+                .all(|v| v.is_finite() && (0.0..=1.0).contains(v));
+            if !ok || r.x0 >= r.x1 || r.y0 >= r.y1 {
+                self.issue(
+                    format!("{path}.region"),
+                    "edges must lie in [0, 1] with x0 < x1 and y0 < y1",
+                );
+            }
+        }
+        CompiledField {
+            patterns,
+            hints: hints.overlaid(&field.parse_hints).to_parse_hints(),
+            unit: field.unit.clone(),
+        }
+    }
+
+    /// A keyword phrase becomes a whole-word, whitespace-tolerant regex on folded text.
+    fn phrase(&mut self, path: &str, text: &str) -> Option<Regex> {
+        let folded = fold_str(text);
+        let words: Vec<String> = folded.split_whitespace().map(regex::escape).collect();
+        if words.is_empty() {
+            self.issue(path, "must not be empty");
+            return None;
+        }
+        if text.chars().count() > limits::MAX_PATTERN_CHARS {
+            self.issue(
+                path,
+                format!("longer than {} characters", limits::MAX_PATTERN_CHARS),
+            );
+            return None;
+        }
+        let word_char = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let lead = if word_char(folded.trim().chars().next()) {
+            r"\b"
+        } else {
+            ""
+        };
+        let tail = if word_char(folded.trim().chars().last()) {
+            r"\b"
+        } else {
+            ""
+        };
+        self.regex(path, &format!("{lead}{}{tail}", words.join(r"\s+")))
+    }
+
+    /// A recognition regex must not match the empty string, or it would score every page.
+    fn marker(&mut self, path: &str, pattern: &str) -> Option<Regex> {
+        let re = self.regex(path, pattern)?;
+        if re.is_match("") {
+            self.issue(
+                path,
+                "matches the empty string, so it would match every page",
+            );
+            return None;
+        }
+        Some(re)
+    }
+
+    fn regex(&mut self, path: &str, pattern: &str) -> Option<Regex> {
+        if pattern.chars().count() > limits::MAX_PATTERN_CHARS {
+            self.issue(
+                path,
+                format!("longer than {} characters", limits::MAX_PATTERN_CHARS),
+            );
+            return None;
+        }
+        if pattern.trim().is_empty() {
+            self.issue(path, "must not be empty");
+            return None;
+        }
+        compile(pattern).map_err(|e| self.issue(path, e)).ok()
+    }
+
+    fn identifier(&mut self, path: &str, id: &str) {
+        let mut chars = id.chars();
+        let ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
+            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && id.len() <= limits::MAX_ID_CHARS;
+        if !ok {
+            self.issue(
+                path,
+                format!(
+                    "{id:?} is not an identifier: use [a-z][a-z0-9_]*, at most {} characters",
+                    limits::MAX_ID_CHARS
+                ),
+            );
+        }
+    }
+
+    fn count(&mut self, path: &str, n: usize, max: usize) {
+        if n > max {
+            self.issue(
+                path,
+                format!("{n} entries; at most {max} are allowed (the rest are ignored)"),
+            );
+        }
+    }
+
+    fn hints(&mut self, path: &str, hints: &Hints) {
+        if let Some(c) = hints.decimal_separator {
+            if c != '.' && c != ',' {
+                self.issue(
+                    format!("{path}.decimal_separator"),
+                    format!("{c:?} is neither '.' nor ','"),
+                );
+            }
+        }
+        if let Some(code) = &hints.default_currency {
+            if code.len() != 3 || !code.chars().all(|c| c.is_ascii_uppercase()) {
+                self.issue(
+                    format!("{path}.default_currency"),
+                    format!("{code:?} is not an ISO 4217 code such as USD"),
+                );
+            }
+        }
+    }
+}
+
+/// Compiles a workflow pattern for folded text: accents stripped from its literals,
+/// case-insensitive, `^`/`$` at line ends, within the size limits.
+fn compile(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(&fold_pattern(pattern))
+        .case_insensitive(true)
+        .multi_line(true)
+        .size_limit(limits::REGEX_SIZE_LIMIT)
+        .dfa_size_limit(limits::REGEX_DFA_SIZE_LIMIT)
+        .nest_limit(limits::REGEX_NEST_LIMIT)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::CompiledTooBig(limit) => {
+                format!("pattern compiles to more than {limit} bytes; simplify it")
+            }
+            // The syntax error's own text is multi-line with a caret under the fault; keep
+            // it on one line so the issue list stays one line per problem.
+            other => format!(
+                "invalid regex: {}",
+                other
+                    .to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name: t
+version: 1
+document_types:
+  - id: invoice
+    title: Invoice
+    recognition:
+      keywords:
+        - text: commercial invoice
+          weight: 0.8
+    fields:
+      - name: invoice_number
+        parser: text
+        patterns: ['invoice no\.?:\s*(?P<value>\S+)']
+"#;
+
+    fn issues(yaml: &str) -> Vec<String> {
+        match Workflow::from_yaml(yaml) {
+            Err(WorkflowError::Invalid(list)) => list.iter().map(ToString::to_string).collect(),
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_minimal_workflow_loads_with_defaults() {
+        let wf = Workflow::from_yaml(MINIMAL).unwrap();
+        let t = wf.document_type("invoice").unwrap();
+        assert_eq!(t.recognition.min_score, 0.5);
+        assert_eq!(t.recognition.margin, 0.1);
+        assert!(!t.fields[0].required);
+        assert_eq!(t.fields[0].parser, ParserKind::Text);
+    }
+
+    #[test]
+    fn a_pattern_without_value_group_is_named_by_path() {
+        let yaml = MINIMAL.replace(r"(?P<value>\S+)", r"(\S+)");
+        assert_eq!(
+            issues(&yaml),
+            [
+                r#"document_types[0].fields[0].patterns[0]: missing named group "value": write the value part as (?P<value>…)"#
+            ]
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let yaml = r#"
+name: t
+version: 1
+languages: [english]
+document_types:
+  - id: Invoice
+    title: x
+    recognition:
+      keywords: [{text: a, regex: b}, {regex: 'x*'}, {text: ok, weight: 3}]
+      min_score: 0
+    fields:
+      - {name: total, parser: money, patterns: ['(?P<value>[']}
+      - {name: total, parser: money, patterns: ['(?P<value>\d+)'], region: {x0: 0.5, y0: 0, x1: 0.2, y1: 1}}
+  - id: Invoice
+    title: y
+    recognition: {keywords: []}
+"#;
+        let got = issues(yaml);
+        let paths: Vec<&str> = got.iter().map(|s| s.split(':').next().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "languages[0]",
+                "document_types[0].id",
+                "document_types[0].recognition.min_score",
+                "document_types[0].recognition.keywords[0]",
+                "document_types[0].recognition.keywords[1].regex",
+                "document_types[0].recognition.keywords[2].weight",
+                "document_types[0].fields[0].patterns[0]",
+                "document_types[0].fields[1].name",
+                "document_types[0].fields[1].region",
+                "document_types[1].id",
+                "document_types[1].id",
+                "document_types[1].recognition.keywords",
+            ],
+            "{got:#?}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_parsers_are_syntax_errors_with_a_location() {
+        let err = Workflow::from_yaml(&MINIMAL.replace("parser: text", "parser: txt")).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, WorkflowError::Syntax(_)), "{msg}");
+        assert!(msg.contains("unknown parser kind \"txt\""), "{msg}");
+        assert!(
+            msg.contains("document_types[0].fields[0]") && msg.contains("line 12"),
+            "{msg}"
+        );
+        let err = Workflow::from_yaml(
+            &MINIMAL.replace("title: Invoice", "title: Invoice\n    colour: red"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn limits_refuse_oversized_input() {
+        let huge = "#".repeat(limits::MAX_FILE_BYTES + 1);
+        assert!(matches!(
+            Workflow::from_yaml(&huge),
+            Err(WorkflowError::TooLarge { .. })
+        ));
+        let long = MINIMAL.replace(
+            r"\S+)",
+            &format!("{})", "a".repeat(limits::MAX_PATTERN_CHARS)),
+        );
+        assert!(issues(&long)[0].contains("longer than 1024 characters"));
+        let many: String = (0..=limits::MAX_PATTERNS)
+            .map(|i| format!("'x{i}(?P<value>y)', "))
+            .collect();
+        let yaml = MINIMAL.replace(r"['invoice no\.?:\s*(?P<value>\S+)']", &format!("[{many}]"));
+        assert!(issues(&yaml)[0].starts_with("document_types[0].fields[0].patterns: 17 entries"));
+        let blowup = MINIMAL.replace(r"\S+)", r"(?:\w{500}){500})");
+        assert!(
+            issues(&blowup)[0].contains("compiles to more than"),
+            "{:?}",
+            issues(&blowup)
+        );
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_not_expanded() {
+        // Ten to the eleventh strings if expanded, hidden in the opaque `rules` section.
+        let mut yaml = String::from("name: t\nversion: 1\ndocument_types: []\nrules:\n  a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            yaml.push_str(&format!("  a{i}: &a{i} [{refs}]\n"));
+        }
+        let err = Workflow::from_yaml(&yaml).unwrap_err();
+        assert!(matches!(err, WorkflowError::Syntax(_)), "{err}");
+    }
+
+    #[test]
+    fn hints_overlay_field_over_type_over_workflow() {
+        let yaml = MINIMAL
+            .replace(
+                "version: 1",
+                "version: 1\nparse_hints: {decimal_separator: ',', default_currency: EUR}",
+            )
+            .replace(
+                "title: Invoice",
+                "title: Invoice\n    parse_hints: {default_currency: USD}",
+            );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let (_, compiled) = wf.compiled_type("invoice").unwrap();
+        assert_eq!(compiled.fields[0].hints.decimal_separator, Some(','));
+        assert_eq!(
+            compiled.fields[0].hints.default_currency.as_deref(),
+            Some("USD")
+        );
+        let bad = MINIMAL.replace(
+            "version: 1",
+            "version: 1\nparse_hints: {decimal_separator: ';', default_currency: usd}",
+        );
+        assert_eq!(issues(&bad).len(), 2);
+    }
+
+    #[test]
+    fn phrases_match_whole_words_across_line_breaks_and_accents() {
+        let mut v = Validator::default();
+        let re = v.phrase("p", "Valeur  Déclarée").unwrap();
+        assert!(re.is_match("valeur\ndeclaree: 3"));
+        assert!(!re.is_match("valeur declareex"));
+        let re = v.phrase("p", "B/L No.").unwrap();
+        assert!(re.is_match("b/l no.: x"));
+        assert!(v.issues.is_empty());
+    }
+
+    #[test]
+    fn serializes_back_to_the_spec() {
+        let wf = Workflow::from_yaml(MINIMAL).unwrap();
+        let json = serde_json::to_value(&wf).unwrap();
+        let again = Workflow::from_spec(serde_json::from_value(json).unwrap()).unwrap();
+        assert_eq!(again.spec(), wf.spec());
+    }
+}

@@ -1,0 +1,161 @@
+//! An 8-bit grayscale page image: what every input is turned into before OCR.
+
+use sha2::{Digest, Sha256};
+
+/// A page as 8-bit grayscale pixels, row-major, one byte per pixel, no row padding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Gray {
+    pub width: u32,
+    pub height: u32,
+    pub pixels: Vec<u8>,
+}
+
+impl Gray {
+    /// Wraps pixels whose length the caller has already checked.
+    pub fn new(width: u32, height: u32, pixels: Vec<u8>) -> Option<Gray> {
+        (pixels.len() as u64 == u64::from(width) * u64::from(height)).then_some(Gray {
+            width,
+            height,
+            pixels,
+        })
+    }
+
+    /// SHA-256 of the dimensions and pixels: two renderings with the same pixels are the same
+    /// page whatever file they came from.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(self.width.to_le_bytes());
+        h.update(self.height.to_le_bytes());
+        h.update(&self.pixels);
+        h.finalize().into()
+    }
+
+    /// The image turned `degrees` clockwise (0, 90, 180 or 270; anything else is treated as 0).
+    pub fn rotated_cw(&self, degrees: u16) -> Gray {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let src = &self.pixels;
+        match degrees {
+            180 => {
+                let mut pixels = src.clone();
+                pixels.reverse();
+                Gray {
+                    width: self.width,
+                    height: self.height,
+                    pixels,
+                }
+            }
+            90 | 270 => {
+                // Output is h wide and w tall. Clockwise: out(x', y') = in(y', h-1-x').
+                let mut pixels = vec![0u8; w * h];
+                for y in 0..h {
+                    let row = &src[y * w..(y + 1) * w];
+                    for (x, &p) in row.iter().enumerate() {
+                        let (nx, ny) = if degrees == 90 {
+                            (h - 1 - y, x)
+                        } else {
+                            (y, w - 1 - x)
+                        };
+                        pixels[ny * h + nx] = p;
+                    }
+                }
+                Gray {
+                    width: self.height,
+                    height: self.width,
+                    pixels,
+                }
+            }
+            _ => self.clone(),
+        }
+    }
+}
+
+/// Parses a binary PGM (`P5`) with maxval 255, as `pdftoppm -gray` writes it. Anything else,
+/// or a pixel count above `max_pixels` (checked before copying), is an error message.
+pub(crate) fn parse_pgm(bytes: &[u8], max_pixels: u64) -> Result<Gray, String> {
+    let mut pos = 0usize;
+    let mut fields = [0u64; 3];
+    if bytes.get(..2) != Some(b"P5") {
+        return Err("renderer output is not a binary PGM".into());
+    }
+    pos += 2;
+    for field in fields.iter_mut() {
+        // Whitespace and `#` comments may separate header fields.
+        loop {
+            match bytes.get(pos) {
+                Some(b) if b.is_ascii_whitespace() => pos += 1,
+                Some(b'#') => {
+                    while bytes.get(pos).is_some_and(|&b| b != b'\n') {
+                        pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let start = pos;
+        while bytes.get(pos).is_some_and(u8::is_ascii_digit) && pos - start < 10 {
+            pos += 1;
+        }
+        *field = std::str::from_utf8(&bytes[start..pos])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or("renderer output has a malformed PGM header")?;
+    }
+    // Exactly one whitespace byte separates the header from the raster.
+    if !bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
+        return Err("renderer output has a malformed PGM header".into());
+    }
+    pos += 1;
+    let [width, height, maxval] = fields;
+    if maxval != 255 {
+        return Err(format!(
+            "renderer output has unsupported PGM maxval {maxval}"
+        ));
+    }
+    let pixels = width * height;
+    if width == 0 || height == 0 || pixels > max_pixels {
+        return Err(format!(
+            "rendered page is {width}×{height} pixels, over the limit of {max_pixels}"
+        ));
+    }
+    let raster = bytes
+        .get(pos..pos + pixels as usize)
+        .ok_or("renderer output is truncated")?;
+    Gray::new(width as u32, height as u32, raster.to_vec())
+        .ok_or_else(|| "renderer output is truncated".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn img() -> Gray {
+        // 3 wide, 2 tall:
+        // 1 2 3
+        // 4 5 6
+        Gray::new(3, 2, vec![1, 2, 3, 4, 5, 6]).unwrap()
+    }
+
+    #[test]
+    fn rotations() {
+        assert_eq!(img().rotated_cw(90).pixels, vec![4, 1, 5, 2, 6, 3]);
+        assert_eq!(img().rotated_cw(180).pixels, vec![6, 5, 4, 3, 2, 1]);
+        assert_eq!(img().rotated_cw(270).pixels, vec![3, 6, 2, 5, 1, 4]);
+        assert_eq!(img().rotated_cw(90).rotated_cw(270), img());
+        let r = img().rotated_cw(270);
+        assert_eq!((r.width, r.height), (2, 3));
+    }
+
+    #[test]
+    fn pgm_parses_and_refuses() {
+        let mut pgm = b"P5\n# comment\n3 2\n255\n".to_vec();
+        pgm.extend([1, 2, 3, 4, 5, 6]);
+        assert_eq!(parse_pgm(&pgm, 100).unwrap(), img());
+        assert!(parse_pgm(&pgm, 5).unwrap_err().contains("over the limit"));
+        assert!(parse_pgm(&pgm[..pgm.len() - 1], 100)
+            .unwrap_err()
+            .contains("truncated"));
+        assert!(parse_pgm(b"P6\n1 1\n255\n\0\0\0", 100).is_err());
+        assert!(parse_pgm(b"P5\n99999999999 1\n255\n", u64::MAX).is_err());
+        assert!(parse_pgm(b"", 100).is_err());
+    }
+}

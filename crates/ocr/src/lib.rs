@@ -1,0 +1,645 @@
+//! Reading pages: every page of a PDF, PNG, JPEG or multi-page TIFF becomes a
+//! [`PageText`] — words with page-relative boxes and confidences.
+//!
+//! # How a page is read
+//!
+//! * **PDF with a text layer**: `pdftotext -bbox-layout` gives the words and their boxes
+//!   exactly ([`ReadMethod::TextLayer`], confidence 1). A page whose layer holds fewer than
+//!   [`ReadOptions::min_text_layer_chars`] letters and digits counts as scanned.
+//! * **Scanned PDF page**: `pdftoppm -gray` renders it at [`ReadOptions::dpi`] to an 8-bit
+//!   PGM streamed on stdout, and Tesseract reads it ([`ReadMethod::Ocr`]).
+//! * **Images**: decoded in-process (pure Rust `image`/`tiff` crates) to 8-bit gray, then
+//!   Tesseract.
+//!
+//! # Design choices and their cost
+//!
+//! * **Poppler as child processes, Tesseract in-process.** Poppler is the most tolerant PDF
+//!   reader available as a Debian package, and a crash or hang on a hostile file kills only
+//!   the child, which is killed at the page deadline anyway; the price is a process start
+//!   (≈8 ms) per page and tool. Tesseract runs in-process (through the C API that `leptess`
+//!   binds) because its model takes ≈120 ms to load: engines live in a pool owned by the
+//!   [`PageReader`], each page borrows one, so a model loads once per concurrent page for the
+//!   reader's lifetime. The price is that Tesseract's own memory safety is trusted: its input
+//!   is only ever pixels this crate decoded, never a file.
+//! * **Deadlines that hold.** Every child process is killed at the page deadline. Tesseract's
+//!   progress monitor stops recognition at the deadline, but its layout analysis cannot be
+//!   interrupted, so each page's OCR runs on its own short-lived thread and the caller stops
+//!   waiting one second past the deadline; a straggler finishes in the background and returns
+//!   its engine to the pool. The cost is one thread start per page (microseconds) and, for a
+//!   pathological page, CPU spent after the caller has moved on.
+//! * **`OMP_THREAD_LIMIT=1` is mandatory.** Debian's Tesseract is built with OpenMP, which on
+//!   two cores makes a page 5–6× slower, and libgomp reads the limit when it loads, before
+//!   `main`. A binary using this crate calls [`ensure_omp_thread_limit`] first thing in `main`;
+//!   parallelism comes from pages on separate threads instead.
+//! * **Refuse before allocating.** Page and pixel limits are checked from headers (`pdfinfo`
+//!   page boxes, image headers) before anything is rendered or decoded, so a "PDF bomb" costs
+//!   milliseconds.
+//! * **Rotation.** With [`ReadOptions::detect_rotation`], a page is first read as it is.
+//!   Tesseract reads a page turned a quarter clockwise correctly but boxes it sideways; that is
+//!   recognised from the word boxes and the boxes are turned, at no extra cost. Only when the
+//!   first reading is poor (upside down, or turned the other quarter) does Tesseract's
+//!   orientation detection (the `osd` data, ≈0.1–0.5 s) run, and a second reading of the turned
+//!   image replaces the first if it is better. Upright pages, the common case, cost nothing
+//!   extra; an upside-down page costs about two readings. Small skew (a couple of degrees) is
+//!   left to Tesseract's own line finding. Boxes are relative to the upright page, i.e. after
+//!   the clockwise rotation reported in [`PageText::rotation`].
+//! * **Cache by content.** With a [`PageCache`], a page is stored under a digest of the source
+//!   bytes and page index (so reprocessing a file skips rendering and OCR) and, for OCR pages,
+//!   of the rendered pixels (so the same scan inside another file is recognised too). Keys
+//!   include the languages, DPI, text-layer threshold, rotation setting and Tesseract version.
+//!
+//! # Errors
+//!
+//! Every failure caused by the input (corrupt, truncated, encrypted, too many pages, too many
+//! pixels, a page over its deadline) is [`ReadError::Terminal`] with a message naming the page;
+//! failures of the machine (I/O, a tool or thread that cannot be started, missing language
+//! data) are [`ReadError::Retryable`].
+//!
+//! # Needs on the host
+//!
+//! Debian packages `poppler-utils`, `tesseract-ocr`, `tesseract-ocr-osd` (orientation),
+//! `tesseract-ocr-<lang>` for each language used, and to build: `libtesseract-dev`,
+//! `libleptonica-dev`, `clang`, `libclang-dev`, `pkg-config`.
+
+#![deny(missing_docs)]
+
+mod cache;
+mod engine;
+mod gray;
+mod images;
+mod ocr;
+mod pdf;
+mod process;
+
+pub use cache::{DirPageCache, PageCache};
+
+use gray::Gray;
+use ironclad_core::media::MediaType;
+use ironclad_core::page::{PageText, ReadMethod};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How pages are read and what input is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadOptions {
+    /// Tesseract languages joined with `+`, e.g. `"eng+fra"` (each needs its
+    /// `tesseract-ocr-<lang>` package). Every extra language slows OCR. Default `"eng"`.
+    pub languages: String,
+    /// Resolution scanned PDF pages are rendered at. Default 300, Tesseract's sweet spot.
+    pub dpi: u32,
+    /// Most pages accepted in one file; more is a terminal error. Default 500.
+    pub max_pages: u32,
+    /// Most pixels (width × height) of one page, rendered or decoded; a larger page is refused
+    /// before it is rendered or decoded. Default 60 M (an A4 page at 300 DPI is 8.7 M, A3 17.4 M).
+    pub max_pixels_per_page: u64,
+    /// Longest one page may take from start to result (text layer, rendering, OCR);
+    /// a page over it is a terminal error, returned at most about a second after the
+    /// deadline. Default 120 s.
+    pub page_timeout: Duration,
+    /// A PDF page whose text layer has fewer letters and digits than this is OCRed instead.
+    /// Default 25.
+    pub min_text_layer_chars: usize,
+    /// Detect pages turned by 90°, 180° or 270° and read them upright. Default true.
+    pub detect_rotation: bool,
+    /// Pages of one file read at once, each with its own Tesseract engine (each concurrent
+    /// call on a reader uses this many: size it to the cores left for OCR).
+    /// Default: the number of available cores.
+    pub threads: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            languages: "eng".into(),
+            dpi: 300,
+            max_pages: 500,
+            max_pixels_per_page: 60_000_000,
+            page_timeout: Duration::from_secs(120),
+            min_text_layer_chars: 25,
+            detect_rotation: true,
+            threads: thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }
+    }
+}
+
+/// Why a file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The input itself is unreadable or refused (corrupt, truncated, encrypted, too many
+    /// pages or pixels, a page over its deadline): retrying the same bytes cannot help.
+    #[error("{0}")]
+    Terminal(String),
+    /// The machine failed (I/O, a tool or thread that could not start, missing Tesseract
+    /// data): the same input may succeed later.
+    #[error("{0}")]
+    Retryable(String),
+}
+
+impl ReadError {
+    /// Whether retrying may help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ReadError::Retryable(_))
+    }
+}
+
+/// Reads documents page by page. Share one per process (it is `Sync`): it owns the pool of
+/// Tesseract engines, each loaded once and reused.
+pub struct PageReader {
+    opts: ReadOptions,
+    cache: Option<Arc<dyn PageCache>>,
+    /// The engine pool and counters, shared with the OCR threads (which may outlive a call
+    /// whose page timed out).
+    ocr: Arc<ocr::OcrPool>,
+}
+
+impl std::fmt::Debug for PageReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageReader")
+            .field("opts", &self.opts)
+            .field("cache", &self.cache.is_some())
+            .field("ocr_calls", &self.ocr_calls())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A document ready to be read page by page.
+enum Source<'a> {
+    Pdf {
+        path: &'a Path,
+        sizes: Vec<Option<pdf::PageSize>>,
+    },
+    Image {
+        bytes: &'a [u8],
+        format: image::ImageFormat,
+    },
+    Tiff {
+        bytes: &'a [u8],
+    },
+}
+
+impl PageReader {
+    /// A reader with these options and an optional cache. Nothing is loaded until a page
+    /// needs OCR.
+    pub fn new(opts: ReadOptions, cache: Option<Arc<dyn PageCache>>) -> Self {
+        PageReader {
+            cache,
+            ocr: Arc::new(ocr::OcrPool::new(&opts)),
+            opts,
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ReadOptions {
+        &self.opts
+    }
+
+    /// How many times Tesseract has recognized a page image since this reader was made (a
+    /// rotated page may count twice). Cache hits and text-layer pages count nothing.
+    pub fn ocr_calls(&self) -> u64 {
+        self.ocr.ocr_calls()
+    }
+
+    /// Reads every page of the file at `path`, whose type the caller has sniffed from its
+    /// bytes. Blocks; pages are read in parallel on [`ReadOptions::threads`] threads and
+    /// returned in page order.
+    pub fn read_file(&self, path: &Path, media: MediaType) -> Result<Vec<PageText>, ReadError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| ReadError::Retryable(format!("could not read {}: {e}", path.display())))?;
+        self.read(&bytes, media, Some(path))
+    }
+
+    /// Reads every page of a document held in memory (a PDF is written to a temporary file
+    /// for poppler). Otherwise as [`PageReader::read_file`].
+    pub fn read_bytes(&self, bytes: &[u8], media: MediaType) -> Result<Vec<PageText>, ReadError> {
+        self.read(bytes, media, None)
+    }
+
+    fn read(
+        &self,
+        bytes: &[u8],
+        media: MediaType,
+        path: Option<&Path>,
+    ) -> Result<Vec<PageText>, ReadError> {
+        if bytes.is_empty() {
+            return Err(ReadError::Terminal(
+                "the document is empty (0 bytes)".into(),
+            ));
+        }
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let max_pixels = self.opts.max_pixels_per_page;
+        let max_pages = self.opts.max_pages;
+        // A temporary copy for poppler, kept alive until the pages are read.
+        let temp;
+        let (source, pages) = match media {
+            MediaType::Pdf => {
+                check_pdf_complete(bytes)?;
+                let path = match path {
+                    Some(p) => p,
+                    None => {
+                        temp = write_temp(bytes)?;
+                        temp.path()
+                    }
+                };
+                let info = pdf::pdf_info(path, max_pages, self.opts.page_timeout)?;
+                if info.pages == 0 {
+                    return Err(ReadError::Terminal("the PDF has no pages".into()));
+                }
+                if info.pages > max_pages {
+                    return Err(ReadError::Terminal(format!(
+                        "the PDF has {} pages, over the limit of {max_pages}",
+                        info.pages
+                    )));
+                }
+                (
+                    Source::Pdf {
+                        path,
+                        sizes: info.sizes,
+                    },
+                    info.pages,
+                )
+            }
+            MediaType::Png => (
+                Source::Image {
+                    bytes,
+                    format: image::ImageFormat::Png,
+                },
+                1,
+            ),
+            MediaType::Jpeg => (
+                Source::Image {
+                    bytes,
+                    format: image::ImageFormat::Jpeg,
+                },
+                1,
+            ),
+            MediaType::Tiff => (
+                Source::Tiff { bytes },
+                images::tiff_page_count(bytes, max_pages, max_pixels)?,
+            ),
+        };
+        self.read_pages(&source, &digest, pages)
+    }
+
+    /// Reads pages `0..pages` on up to `threads` threads; stops handing out pages after the
+    /// first failure.
+    fn read_pages(
+        &self,
+        source: &Source,
+        digest: &[u8; 32],
+        pages: u32,
+    ) -> Result<Vec<PageText>, ReadError> {
+        let threads = self.opts.threads.clamp(1, pages as usize);
+        let next = AtomicU32::new(0);
+        let failed = AtomicBool::new(false);
+        let work = || {
+            let mut done = Vec::new();
+            while !failed.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= pages {
+                    break;
+                }
+                let r = self.read_page(source, digest, i);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                done.push((i, r));
+            }
+            done
+        };
+        let panicked = || {
+            vec![(
+                u32::MAX,
+                Err(ReadError::Retryable("a page reader panicked".into())),
+            )]
+        };
+        let mut results: Vec<(u32, Result<PageText, ReadError>)> = if threads == 1 {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                .unwrap_or_else(|_| panicked())
+        } else {
+            thread::scope(|s| {
+                let mut handles = Vec::new();
+                for n in 0..threads {
+                    match thread::Builder::new()
+                        .name(format!("ocr-worker-{n}"))
+                        .spawn_scoped(s, work)
+                    {
+                        Ok(h) => handles.push(h),
+                        // Fewer threads still read every page; none at all is the machine's fault.
+                        Err(e) if handles.is_empty() => {
+                            return vec![(
+                                0,
+                                Err(ReadError::Retryable(format!(
+                                    "could not start a reader thread: {e}"
+                                ))),
+                            )]
+                        }
+                        Err(_) => break,
+                    }
+                }
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_else(|_| panicked()))
+                    .collect()
+            })
+        };
+        results.sort_by_key(|(i, _)| *i);
+        // A terminal error decides the file's fate even if another page hit a transient one.
+        if let Some(pos) = results
+            .iter()
+            .position(|(_, r)| matches!(r, Err(ReadError::Terminal(_))))
+        {
+            return Err(results.swap_remove(pos).1.unwrap_err());
+        }
+        let out: Vec<PageText> = results
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect::<Result<_, _>>()?;
+        if out.len() != pages as usize {
+            return Err(ReadError::Retryable("some pages were not read".into()));
+        }
+        Ok(out)
+    }
+
+    fn read_page(
+        &self,
+        source: &Source,
+        digest: &[u8; 32],
+        index: u32,
+    ) -> Result<PageText, ReadError> {
+        let deadline = Instant::now() + self.opts.page_timeout;
+        let page_no = index + 1;
+        let source_key = self.source_key(digest, index);
+        if let Some(hit) = self.cache_get(&source_key, index) {
+            return Ok(hit);
+        }
+        let page = match source {
+            Source::Pdf { path, sizes } => {
+                let layer = pdf::text_layer(path, page_no, remaining(deadline, page_no)?)?;
+                if layer.alphanumerics() >= self.opts.min_text_layer_chars {
+                    PageText {
+                        index,
+                        method: ReadMethod::TextLayer,
+                        confidence: 1.0,
+                        rotation: 0,
+                        words: layer.words,
+                    }
+                } else {
+                    let size = sizes
+                        .get(index as usize)
+                        .copied()
+                        .flatten()
+                        .ok_or_else(|| {
+                            ReadError::Terminal(format!(
+                                "page {page_no}: the PDF gives this page no size"
+                            ))
+                        })?;
+                    let dpi = self.opts.dpi.max(1);
+                    let pixels = size.pixels_at(dpi);
+                    if pixels > self.opts.max_pixels_per_page {
+                        return Err(ReadError::Terminal(format!(
+                            "page {page_no}: {:.0}×{:.0} pt is {pixels} pixels at {dpi} DPI, over the limit of {}",
+                            size.width_pt, size.height_pt, self.opts.max_pixels_per_page
+                        )));
+                    }
+                    let img = pdf::render_page(
+                        path,
+                        page_no,
+                        dpi,
+                        self.opts.max_pixels_per_page,
+                        remaining(deadline, page_no)?,
+                    )?;
+                    self.ocr_page(img, Some(dpi), index, deadline)?
+                }
+            }
+            Source::Image { bytes, format } => {
+                let img = images::decode_single(bytes, *format, self.opts.max_pixels_per_page)?;
+                self.ocr_page(img, None, index, deadline)?
+            }
+            Source::Tiff { bytes } => {
+                let img = images::decode_tiff_page(bytes, index, self.opts.max_pixels_per_page)?;
+                self.ocr_page(img, None, index, deadline)?
+            }
+        };
+        if let Some(cache) = &self.cache {
+            cache.put(&source_key, &page);
+        }
+        Ok(page)
+    }
+
+    /// OCRs one page image, through the pixel-keyed cache.
+    fn ocr_page(
+        &self,
+        img: Gray,
+        dpi: Option<u32>,
+        index: u32,
+        deadline: Instant,
+    ) -> Result<PageText, ReadError> {
+        let pixel_key = self.pixel_key(&img, dpi);
+        if let Some(hit) = self.cache_get(&pixel_key, index) {
+            return Ok(hit);
+        }
+        let (rotation, words) = ocr::read_with_deadline(&self.ocr, img, dpi, index + 1, deadline)?;
+        let page = PageText {
+            index,
+            method: ReadMethod::Ocr,
+            confidence: engine::mean_confidence(&words),
+            rotation,
+            words,
+        };
+        if let Some(cache) = &self.cache {
+            cache.put(&pixel_key, &page);
+        }
+        Ok(page)
+    }
+
+    /// The cache key of page `index` of the source with SHA-256 `digest`: it depends on every
+    /// setting that can change how the page is read.
+    fn source_key(&self, digest: &[u8; 32], index: u32) -> String {
+        let o = &self.opts;
+        let settings = format!(
+            "{}\0{}\0{}\0{}",
+            o.languages, o.dpi, o.min_text_layer_chars, o.detect_rotation
+        );
+        cache_key(&[b"source", digest, &index.to_le_bytes(), settings.as_bytes()])
+    }
+
+    /// The cache key of an OCR reading of these pixels: only the OCR settings and the
+    /// resolution hint matter, whatever file the pixels came from.
+    fn pixel_key(&self, img: &Gray, dpi: Option<u32>) -> String {
+        let o = &self.opts;
+        let settings = format!("{}\0{:?}\0{}", o.languages, dpi, o.detect_rotation);
+        cache_key(&[b"pixels", &img.digest(), settings.as_bytes()])
+    }
+
+    fn cache_get(&self, key: &str, index: u32) -> Option<PageText> {
+        let mut page = self.cache.as_ref()?.get(key)?;
+        // The same pixels may be another page of another file.
+        page.index = index;
+        Some(page)
+    }
+}
+
+/// Hex SHA-256 of the length-prefixed `parts`, the format version and the Tesseract version
+/// (an upgrade re-reads pages rather than trusting old results).
+fn cache_key(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"ironclad-ocr/1\0");
+    h.update(tesseract_version().as_bytes());
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    hex::encode(h.finalize())
+}
+
+pub(crate) fn remaining(deadline: Instant, page_no: u32) -> Result<Duration, ReadError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(ReadError::Terminal(format!(
+            "page {page_no}: reading took longer than the page timeout"
+        )))
+    } else {
+        Ok(left)
+    }
+}
+
+/// A PDF must end with `%%EOF` (within its last KiB, as readers allow): without it the upload
+/// was cut short, and poppler would otherwise "repair" it into a partial document.
+fn check_pdf_complete(bytes: &[u8]) -> Result<(), ReadError> {
+    let tail = &bytes[bytes.len().saturating_sub(1024)..];
+    if !bytes[..bytes.len().min(1024)]
+        .windows(5)
+        .any(|w| w == b"%PDF-")
+    {
+        return Err(ReadError::Terminal(
+            "the file is not a PDF (no %PDF- header)".into(),
+        ));
+    }
+    if !tail.windows(5).any(|w| w == b"%%EOF") {
+        return Err(ReadError::Terminal(
+            "the PDF is truncated (no %%EOF marker at its end)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn write_temp(bytes: &[u8]) -> Result<tempfile::NamedTempFile, ReadError> {
+    let io = |e: std::io::Error| {
+        ReadError::Retryable(format!("could not write a temporary copy of the PDF: {e}"))
+    };
+    let mut f = tempfile::Builder::new()
+        .prefix("ironclad-ocr-")
+        .suffix(".pdf")
+        .tempfile()
+        .map_err(io)?;
+    f.write_all(bytes).and_then(|_| f.flush()).map_err(io)?;
+    Ok(f)
+}
+
+/// The linked Tesseract's version, part of every cache key so an upgrade re-reads pages.
+fn tesseract_version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        // SAFETY: TessVersion returns a pointer to a static NUL-terminated string.
+        unsafe {
+            let p = leptess::capi::TessVersion();
+            if p.is_null() {
+                String::new()
+            } else {
+                std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        }
+    })
+}
+
+/// Makes sure Tesseract runs single-threaded inside: if `OMP_THREAD_LIMIT` is not set,
+/// replaces the current process with a fresh run of the same executable and arguments with
+/// `OMP_THREAD_LIMIT=1` added; if it is set (to anything), returns at once.
+///
+/// Call it **first thing in `main`**, before starting threads or doing any work: libgomp
+/// reads the variable when the process loads, so setting it later has no effect, and the
+/// re-exec discards everything the process did so far. Without it a page takes 5–6× longer
+/// on two cores (OpenMP threads fighting the page-level threads). If the re-exec itself fails
+/// (the executable was deleted or replaced), it prints a warning to stderr and returns, and
+/// the process carries on slowly.
+///
+/// ```no_run
+/// // The first statement of `main`, before arguments, logging or the async runtime:
+/// ironclad_ocr::ensure_omp_thread_limit();
+/// ```
+pub fn ensure_omp_thread_limit() {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os("OMP_THREAD_LIMIT").is_some() {
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("warning: cannot re-run with OMP_THREAD_LIMIT=1 (executable path unknown: {e}); OCR will be slow");
+            return;
+        }
+    };
+    let mut args = std::env::args_os();
+    let mut cmd = std::process::Command::new(exe);
+    if let Some(arg0) = args.next() {
+        cmd.arg0(arg0);
+    }
+    let err = cmd.args(args).env("OMP_THREAD_LIMIT", "1").exec();
+    eprintln!("warning: cannot re-run with OMP_THREAD_LIMIT=1 ({err}); OCR will be slow");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pdf_completeness() {
+        assert!(check_pdf_complete(b"%PDF-1.4\n...\n%%EOF\n").is_ok());
+        let e = check_pdf_complete(b"%PDF-1.4\n... cut").unwrap_err();
+        assert!(e.to_string().contains("truncated"));
+        assert!(check_pdf_complete(b"GIF89a").is_err());
+    }
+
+    #[test]
+    fn cache_keys_depend_on_what_changes_a_reading() {
+        let base = PageReader::new(ReadOptions::default(), None);
+        let fra = PageReader::new(
+            ReadOptions {
+                languages: "eng+fra".into(),
+                ..ReadOptions::default()
+            },
+            None,
+        );
+        let dpi150 = PageReader::new(
+            ReadOptions {
+                dpi: 150,
+                ..ReadOptions::default()
+            },
+            None,
+        );
+        let d = [7u8; 32];
+        assert_eq!(base.source_key(&d, 0), base.source_key(&d, 0));
+        assert_eq!(base.source_key(&d, 0).len(), 64);
+        assert_ne!(base.source_key(&d, 0), base.source_key(&d, 1));
+        assert_ne!(base.source_key(&d, 0), fra.source_key(&d, 0));
+        assert_ne!(base.source_key(&d, 0), dpi150.source_key(&d, 0));
+        let img = Gray::new(1, 1, vec![0]).unwrap();
+        assert_ne!(base.pixel_key(&img, None), fra.pixel_key(&img, None));
+        assert_ne!(base.pixel_key(&img, None), base.pixel_key(&img, Some(300)));
+        // The rendering DPI setting does not matter once the pixels exist.
+        assert_eq!(base.pixel_key(&img, None), dpi150.pixel_key(&img, None));
+    }
+
+    #[test]
+    fn reader_is_shareable() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<PageReader>();
+    }
+}

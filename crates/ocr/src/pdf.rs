@@ -1,0 +1,422 @@
+//! PDF pages through poppler's command-line tools: `pdfinfo` for the page count and sizes,
+//! `pdftotext -bbox-layout` for the text layer, `pdftoppm -gray` for rendering.
+//!
+//! Child processes rather than a linked PDF library: poppler is the most tolerant reader in
+//! Debian, a crash or hang on a hostile file kills only the child, and the deadline is enforced
+//! by killing it. The cost is a process start per call (≈10–20 ms), small next to OCR.
+
+use crate::gray::{parse_pgm, Gray};
+use crate::process::{run, RunError};
+use crate::ReadError;
+use ironclad_core::page::{BBox, Word};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// A page's size in PDF points (1/72 inch): the larger of its media and crop boxes, so a
+/// small crop box cannot hide a huge media box from the pixel check.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PageSize {
+    pub width_pt: f64,
+    pub height_pt: f64,
+}
+
+impl PageSize {
+    /// Pixels `pdftoppm -r dpi` produces (it rounds each side up).
+    pub fn pixels_at(&self, dpi: u32) -> u64 {
+        let side = |pt: f64| (pt * f64::from(dpi) / 72.0).ceil().clamp(0.0, 1e12) as u64;
+        side(self.width_pt).saturating_mul(side(self.height_pt))
+    }
+}
+
+/// What `pdfinfo` says about a document.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PdfInfo {
+    pub pages: u32,
+    /// Sizes of pages 1..=min(pages, asked), in order; `None` where pdfinfo printed none.
+    pub sizes: Vec<Option<PageSize>>,
+}
+
+/// Runs `pdfinfo -box` for the page count and the sizes of the first `max_pages` pages.
+pub(crate) fn pdf_info(
+    path: &Path,
+    max_pages: u32,
+    timeout: Duration,
+) -> Result<PdfInfo, ReadError> {
+    let mut cmd = Command::new("pdfinfo");
+    cmd.arg("-box")
+        .arg("-f")
+        .arg("1")
+        .arg("-l")
+        .arg(max_pages.max(1).to_string())
+        .arg(path_arg(path).as_ref());
+    let out = run(cmd, timeout, 4 << 20).map_err(|e| child_error("pdfinfo", "", e))?;
+    let info = parse_pdfinfo(&String::from_utf8_lossy(&out)).ok_or_else(|| {
+        ReadError::Terminal("pdfinfo could not read the document's page count".into())
+    })?;
+    Ok(info)
+}
+
+/// Parses pdfinfo's output. Metadata values (title, author…) are printed before the page
+/// lines and may contain anything, including forged "Pages:" lines, so the last occurrence
+/// of every key wins.
+fn parse_pdfinfo(text: &str) -> Option<PdfInfo> {
+    let mut pages = None;
+    let mut sizes: Vec<Option<PageSize>> = Vec::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("Pages:") {
+            pages = v.trim().parse::<u32>().ok();
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("Page ") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let Ok(n) = rest[..digits].parse::<usize>() else {
+            continue;
+        };
+        let rest = rest[digits..].trim_start();
+        let dims = if let Some(v) = rest.strip_prefix("size:") {
+            // "612 x 792 pts (letter)"
+            let mut it = v.split_whitespace();
+            let w = it.next().and_then(|s| s.parse::<f64>().ok());
+            let _x = it.next();
+            let h = it.next().and_then(|s| s.parse::<f64>().ok());
+            w.zip(h)
+        } else if let Some(v) = rest
+            .strip_prefix("MediaBox:")
+            .or_else(|| rest.strip_prefix("CropBox:"))
+        {
+            // "x0 y0 x1 y1"
+            let nums: Vec<f64> = v
+                .split_whitespace()
+                .filter_map(|s| s.parse().ok())
+                .collect();
+            (nums.len() == 4).then(|| ((nums[2] - nums[0]).abs(), (nums[3] - nums[1]).abs()))
+        } else {
+            None
+        };
+        let Some((w, h)) = dims else { continue };
+        if n == 0 || n > 1_000_000 || !w.is_finite() || !h.is_finite() {
+            continue;
+        }
+        if sizes.len() < n {
+            sizes.resize(n, None);
+        }
+        let slot = &mut sizes[n - 1];
+        let prev = slot.unwrap_or(PageSize {
+            width_pt: 0.0,
+            height_pt: 0.0,
+        });
+        *slot = Some(PageSize {
+            width_pt: prev.width_pt.max(w),
+            height_pt: prev.height_pt.max(h),
+        });
+    }
+    Some(PdfInfo {
+        pages: pages?,
+        sizes,
+    })
+}
+
+/// A page's text layer: its words in page-relative boxes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TextLayer {
+    pub words: Vec<Word>,
+}
+
+impl TextLayer {
+    /// Letters and digits in the layer: what decides whether it is "real text".
+    pub fn alphanumerics(&self) -> usize {
+        self.words
+            .iter()
+            .map(|w| w.text.chars().filter(|c| c.is_alphanumeric()).count())
+            .sum()
+    }
+}
+
+/// Runs `pdftotext -bbox-layout` on one page (1-based `page`).
+pub(crate) fn text_layer(
+    path: &Path,
+    page: u32,
+    timeout: Duration,
+) -> Result<TextLayer, ReadError> {
+    let mut cmd = Command::new("pdftotext");
+    cmd.arg("-bbox-layout")
+        .args(["-f", &page.to_string(), "-l", &page.to_string()])
+        .arg(path_arg(path).as_ref())
+        .arg("-");
+    let what = format!("page {page}");
+    let out = run(cmd, timeout, 64 << 20).map_err(|e| child_error("pdftotext", &what, e))?;
+    Ok(parse_bbox_layout(&String::from_utf8_lossy(&out)))
+}
+
+/// Parses pdftotext's `-bbox-layout` XHTML for one page. pdftotext escapes `<`, `>` and `&`
+/// in text, so a tag scan is exact; unknown tags are skipped.
+pub(crate) fn parse_bbox_layout(xml: &str) -> TextLayer {
+    let mut words = Vec::new();
+    let (mut page_w, mut page_h) = (0.0f32, 0.0f32);
+    let mut line: Option<u32> = None;
+    let mut next_line = 0u32;
+    let mut rest = xml;
+    while let Some(open) = rest.find('<') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('>') else { break };
+        let tag = &rest[..close];
+        rest = &rest[close + 1..];
+        let name = tag
+            .split(|c: char| c.is_whitespace() || c == '/')
+            .next()
+            .unwrap_or("");
+        match name {
+            "page" => {
+                page_w = attr(tag, "width").unwrap_or(0.0);
+                page_h = attr(tag, "height").unwrap_or(0.0);
+            }
+            "line" => {
+                line = Some(next_line);
+                next_line += 1;
+            }
+            "word" => {
+                let end = rest.find("</word>").unwrap_or(rest.len());
+                let text = unescape(rest[..end].trim());
+                rest = &rest[end..];
+                if text.is_empty() || page_w <= 0.0 || page_h <= 0.0 {
+                    continue;
+                }
+                let coord = |k: &str| attr(tag, k).unwrap_or(0.0);
+                let bbox = BBox {
+                    x0: coord("xMin") / page_w,
+                    y0: coord("yMin") / page_h,
+                    x1: coord("xMax") / page_w,
+                    y1: coord("yMax") / page_h,
+                }
+                .normalized();
+                // A word outside any <line> (not seen from pdftotext) gets a line of its own.
+                let l = line.unwrap_or_else(|| {
+                    next_line += 1;
+                    next_line - 1
+                });
+                words.push(Word {
+                    text,
+                    bbox,
+                    confidence: 1.0,
+                    line: l,
+                });
+            }
+            _ => {}
+        }
+    }
+    TextLayer { words }
+}
+
+fn attr(tag: &str, key: &str) -> Option<f32> {
+    let needle = format!(" {key}=\"");
+    let start = tag.find(&needle)? + needle.len();
+    let len = tag[start..].find('"')?;
+    tag[start..start + len].parse().ok()
+}
+
+fn unescape(s: &str) -> String {
+    if !s.contains('&') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        rest = &rest[amp..];
+        let Some(semi) = rest[..rest.len().min(12)].find(';') else {
+            out.push('&');
+            rest = &rest[1..];
+            continue;
+        };
+        let entity = &rest[1..semi];
+        let ch = match entity {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            _ => entity
+                .strip_prefix("#x")
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .or_else(|| entity.strip_prefix('#').and_then(|d| d.parse().ok()))
+                .and_then(char::from_u32),
+        };
+        match ch {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[semi + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Renders one page (1-based) to 8-bit grayscale with `pdftoppm`, streaming PGM on stdout.
+/// The caller has checked the page's pixel count against the limit; the output cap repeats
+/// that check so a size that pdfinfo under-reported still cannot blow up memory.
+pub(crate) fn render_page(
+    path: &Path,
+    page: u32,
+    dpi: u32,
+    max_pixels: u64,
+    timeout: Duration,
+) -> Result<Gray, ReadError> {
+    let mut cmd = Command::new("pdftoppm");
+    cmd.args([
+        "-r",
+        &dpi.to_string(),
+        "-gray",
+        "-cropbox",
+        "-f",
+        &page.to_string(),
+        "-l",
+        &page.to_string(),
+    ])
+    .arg(path_arg(path).as_ref());
+    let what = format!("page {page}");
+    let cap = usize::try_from(max_pixels.saturating_add(64)).unwrap_or(usize::MAX);
+    let out = run(cmd, timeout, cap).map_err(|e| match e {
+        RunError::TooMuchOutput => ReadError::Terminal(format!(
+            "{what}: the rendered page exceeds {max_pixels} pixels"
+        )),
+        e => child_error("pdftoppm", &what, e),
+    })?;
+    parse_pgm(&out, max_pixels).map_err(|m| ReadError::Terminal(format!("{what}: {m}")))
+}
+
+/// Maps a child failure to the error kinds: a tool that cannot start is the machine's
+/// problem (retry later); a tool that fails, hangs or floods on this input is the input's.
+/// `what` names the page ("page 3: …") or is empty for the whole document.
+fn child_error(tool: &str, what: &str, e: RunError) -> ReadError {
+    let prefix = if what.is_empty() {
+        String::new()
+    } else {
+        format!("{what}: ")
+    };
+    match e {
+        RunError::Spawn(e) => ReadError::Retryable(format!("{prefix}could not start {tool}: {e}")),
+        RunError::Timeout => ReadError::Terminal(format!(
+            "{prefix}{tool} did not finish within the page timeout"
+        )),
+        RunError::TooMuchOutput => {
+            ReadError::Terminal(format!("{prefix}{tool} produced too much output"))
+        }
+        RunError::Failed(m) if m.contains("Incorrect password") => ReadError::Terminal(format!(
+            "{prefix}the PDF is password-protected ({tool}: {m})"
+        )),
+        RunError::Failed(m) => {
+            ReadError::Terminal(format!("{prefix}{tool} could not read the PDF ({m})"))
+        }
+    }
+}
+
+/// The path as an argument no tool can mistake for an option.
+fn path_arg(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if path.as_os_str().as_encoded_bytes().starts_with(b"-") {
+        Path::new(".").join(path).into()
+    } else {
+        path.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pdfinfo_last_occurrence_wins_and_boxes_count() {
+        let out = "Title:          x\nPages:          1\nPage    1 size: 1 x 1 pts\n\
+                   Pages:           2\n\
+                   Page    1 size:  612 x 792 pts (letter)\nPage    1 rot:   0\n\
+                   Page    1 MediaBox:      0.00     0.00   612.00   99999.00\n\
+                   Page    1 CropBox:       0.00     0.00   612.00   792.00\n\
+                   Page    2 size:  100 x 200 pts\n";
+        let info = parse_pdfinfo(out).unwrap();
+        assert_eq!(info.pages, 2);
+        assert_eq!(
+            info.sizes,
+            vec![
+                Some(PageSize {
+                    width_pt: 612.0,
+                    height_pt: 99999.0
+                }),
+                Some(PageSize {
+                    width_pt: 100.0,
+                    height_pt: 200.0
+                })
+            ]
+        );
+        assert_eq!(
+            PageSize {
+                width_pt: 612.0,
+                height_pt: 792.0
+            }
+            .pixels_at(300),
+            2550 * 3300
+        );
+        assert!(parse_pdfinfo("nothing").is_none());
+    }
+
+    #[test]
+    fn bbox_layout_parses_words_lines_and_entities() {
+        let xml = r#"<html><head><meta name="Title" content="a &lt;word&gt;"/></head><body><doc>
+  <page width="200.000000" height="100.000000">
+    <flow><block xMin="0" yMin="0" xMax="1" yMax="1">
+        <line xMin="10" yMin="10" xMax="90" yMax="20">
+          <word xMin="10.000000" yMin="10.000000" xMax="50.000000" yMax="20.000000">Fish&amp;Chips</word>
+          <word xMin="60" yMin="10" xMax="90" yMax="20">&#233;t&#xe9;</word>
+        </line>
+        <line xMin="10" yMin="30" xMax="90" yMax="40">
+          <word xMin="10" yMin="30" xMax="300" yMax="40">42</word>
+        </line></block></flow></page></doc></body></html>"#;
+        let layer = parse_bbox_layout(xml);
+        let texts: Vec<(&str, u32)> = layer
+            .words
+            .iter()
+            .map(|w| (w.text.as_str(), w.line))
+            .collect();
+        assert_eq!(texts, vec![("Fish&Chips", 0), ("été", 0), ("42", 1)]);
+        assert_eq!(
+            layer.words[0].bbox,
+            BBox {
+                x0: 0.05,
+                y0: 0.1,
+                x1: 0.25,
+                y1: 0.2
+            }
+        );
+        assert_eq!(layer.words[2].bbox.x1, 1.0, "clamped");
+        assert_eq!(layer.alphanumerics(), 9 + 3 + 2);
+    }
+
+    #[test]
+    fn paths_never_look_like_options() {
+        assert_eq!(
+            path_arg(Path::new("-h.pdf")).as_ref(),
+            Path::new("./-h.pdf")
+        );
+        assert_eq!(
+            path_arg(Path::new("/tmp/-h.pdf")).as_ref(),
+            Path::new("/tmp/-h.pdf")
+        );
+    }
+
+    #[test]
+    fn unescape_is_lenient() {
+        assert_eq!(
+            unescape("a & b &bogus; &#99999999;"),
+            "a & b &bogus; &#99999999;"
+        );
+    }
+}

@@ -1,0 +1,407 @@
+//! Reading real documents with real poppler and Tesseract: text layers, scans in every
+//! accepted format, rotated and skewed pages, and the cache.
+//!
+//! Scans are made at 150 DPI to keep the suite fast (a page OCRs in ≈0.1–0.3 s).
+
+mod common;
+
+use common::{encode, pdf, render, skew, tiff, Page, INVOICE};
+use image::{GrayImage, ImageFormat};
+use ironclad_core::media::MediaType;
+use ironclad_core::page::{PageText, ReadMethod};
+use ironclad_ocr::{DirPageCache, PageCache, PageReader, ReadError, ReadOptions};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+fn opts() -> ReadOptions {
+    ReadOptions {
+        dpi: 150,
+        threads: 2,
+        ..ReadOptions::default()
+    }
+}
+
+fn reader() -> PageReader {
+    PageReader::new(opts(), None)
+}
+
+/// The invoice rendered at 150 DPI, made once for the whole binary.
+fn invoice_scan() -> &'static GrayImage {
+    static SCAN: OnceLock<GrayImage> = OnceLock::new();
+    SCAN.get_or_init(|| render(&pdf(&[Page::text(INVOICE, 16)]), 150))
+}
+
+/// Asserts the OCR found the invoice's key tokens with good confidence.
+fn assert_invoice(page: &PageText) {
+    let text = page.text();
+    assert_eq!(page.method, ReadMethod::Ocr, "{text}");
+    for token in ["INVOICE", "2024-0042", "MSCU1234565", "1234.56", "EUR"] {
+        assert!(text.contains(token), "{token:?} missing from:\n{text}");
+    }
+    assert!(
+        page.confidence > 0.5,
+        "confidence {} for:\n{text}",
+        page.confidence
+    );
+    assert_eq!(text.lines().next(), Some("INVOICE No. 2024-0042"), "{text}");
+    for w in &page.words {
+        let b = w.bbox;
+        assert!(
+            0.0 <= b.x0
+                && b.x0 <= b.x1
+                && b.x1 <= 1.0
+                && 0.0 <= b.y0
+                && b.y0 <= b.y1
+                && b.y1 <= 1.0,
+            "{w:?}"
+        );
+    }
+}
+
+/// The OCR box of `word` on `page`, to compare with the text layer's.
+fn bbox_of(page: &PageText, word: &str) -> ironclad_core::page::BBox {
+    page.words
+        .iter()
+        .find(|w| w.text == word)
+        .unwrap_or_else(|| panic!("{word} not on page"))
+        .bbox
+}
+
+#[test]
+fn omp_thread_limit_is_set_by_the_reexec() {
+    // Run this binary again without the variable: its constructor must re-exec it with the
+    // variable set before any test runs, which the child test below then sees.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env_remove("OMP_THREAD_LIMIT")
+        .args([
+            "--exact",
+            "child_reports_omp_thread_limit",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("OMP_THREAD_LIMIT=Some(\"1\")"), "{stdout}");
+}
+
+#[test]
+fn child_reports_omp_thread_limit() {
+    println!(
+        "OMP_THREAD_LIMIT={:?}",
+        std::env::var("OMP_THREAD_LIMIT").ok()
+    );
+}
+
+#[test]
+fn text_layer_pdf_gives_the_exact_words() {
+    let lines: &[&str] = &[
+        "Facture n° 42 — été",
+        "Total: 1 234,56 EUR (net)",
+        "Container MSCU1234565",
+    ];
+    let doc = pdf(&[Page::text(lines, 12), Page::text(INVOICE, 12)]);
+    let r = reader();
+    let pages = r.read_bytes(&doc, MediaType::Pdf).unwrap();
+    assert_eq!(pages.len(), 2);
+    assert_eq!(pages[0].index, 0);
+    assert_eq!(pages[1].index, 1);
+    assert!(pages
+        .iter()
+        .all(|p| p.method == ReadMethod::TextLayer && p.confidence == 1.0 && p.rotation == 0));
+    // The em dash has no WinAnsi code in this hand-built PDF, so it is written as '?'.
+    assert_eq!(
+        pages[0].text(),
+        "Facture n° 42 ? été\nTotal: 1 234,56 EUR (net)\nContainer MSCU1234565"
+    );
+    assert_eq!(pages[1].text(), INVOICE.join("\n"));
+    let first = &pages[0].words[0];
+    assert_eq!(
+        (first.text.as_str(), first.line, first.confidence),
+        ("Facture", 0, 1.0)
+    );
+    // 56 pt from the left of a 612 pt page, first baseline 60 pt below the top.
+    assert!(
+        (first.bbox.x0 - 56.0 / 612.0).abs() < 0.002,
+        "{:?}",
+        first.bbox
+    );
+    assert!(
+        first.bbox.y0 > 0.05 && first.bbox.y1 < 0.1,
+        "{:?}",
+        first.bbox
+    );
+    assert_eq!(r.ocr_calls(), 0);
+
+    // The same through read_file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("doc.pdf");
+    std::fs::write(&path, &doc).unwrap();
+    assert_eq!(r.read_file(&path, MediaType::Pdf).unwrap(), pages);
+}
+
+#[test]
+fn scanned_png_reads_with_boxes_matching_the_text_layer() {
+    let r = reader();
+    let pages = r
+        .read_bytes(&encode(invoice_scan(), ImageFormat::Png), MediaType::Png)
+        .unwrap();
+    assert_eq!(pages.len(), 1);
+    assert_invoice(&pages[0]);
+    assert_eq!(pages[0].rotation, 0);
+    // The OCR box of a word lies where the PDF put it.
+    let layer = reader()
+        .read_bytes(&pdf(&[Page::text(INVOICE, 16)]), MediaType::Pdf)
+        .unwrap();
+    for word in ["INVOICE", "MSCU1234565"] {
+        let (a, b) = (bbox_of(&pages[0], word), bbox_of(&layer[0], word));
+        for (x, y) in [(a.x0, b.x0), (a.y0, b.y0), (a.x1, b.x1), (a.y1, b.y1)] {
+            assert!((x - y).abs() < 0.01, "{word}: OCR {a:?} vs layer {b:?}");
+        }
+    }
+}
+
+#[test]
+fn scanned_jpeg_reads() {
+    let pages = reader()
+        .read_bytes(&encode(invoice_scan(), ImageFormat::Jpeg), MediaType::Jpeg)
+        .unwrap();
+    assert_invoice(&pages[0]);
+}
+
+#[test]
+fn two_page_tiff_reads_both_pages_in_order() {
+    let second: &[&str] = &[
+        "PACKING LIST",
+        "Gross weight: 18250 kg",
+        "Seal number 778899",
+    ];
+    let page2 = render(&pdf(&[Page::text(second, 16)]), 150);
+    let r = reader();
+    let pages = r
+        .read_bytes(&tiff(&[invoice_scan(), &page2]), MediaType::Tiff)
+        .unwrap();
+    assert_eq!(pages.len(), 2);
+    assert_invoice(&pages[0]);
+    assert_eq!((pages[0].index, pages[1].index), (0, 1));
+    let text = pages[1].text();
+    assert!(
+        text.contains("PACKING LIST") && text.contains("18250") && text.contains("778899"),
+        "{text}"
+    );
+    assert_eq!(r.ocr_calls(), 2);
+}
+
+#[test]
+fn scanned_pdf_pages_are_rendered_and_text_pages_are_not() {
+    // Page 1 has a real text layer, page 2 is only an image, page 3 has a two-character
+    // layer over nothing: too little text, so it is rendered (and reads as empty).
+    let doc = pdf(&[
+        Page::text(INVOICE, 12),
+        Page::scan(invoice_scan()),
+        Page::text(&["p3"], 12),
+    ]);
+    let r = reader();
+    let pages = r.read_bytes(&doc, MediaType::Pdf).unwrap();
+    let methods: Vec<ReadMethod> = pages.iter().map(|p| p.method).collect();
+    assert_eq!(
+        methods,
+        vec![ReadMethod::TextLayer, ReadMethod::Ocr, ReadMethod::Ocr]
+    );
+    assert_invoice(&pages[1]);
+    assert!(pages[2].words.len() <= 1, "{:?}", pages[2].words);
+    assert!(r.ocr_calls() >= 2);
+}
+
+/// Orientation detection needs Tesseract's `osd` data; without it rotation tests would fail
+/// obscurely.
+fn require_osd() {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("TESSDATA_PREFIX")
+        .map(Into::into)
+        .into_iter()
+        .collect();
+    if let Ok(versions) = std::fs::read_dir("/usr/share/tesseract-ocr") {
+        dirs.extend(versions.flatten().map(|v| v.path().join("tessdata")));
+    }
+    assert!(
+        dirs.iter().any(|d| d.join("osd.traineddata").is_file()),
+        "osd.traineddata not found in {dirs:?}: install the Debian package tesseract-ocr-osd"
+    );
+}
+
+#[test]
+fn upside_down_page_reads_upright_and_reports_180() {
+    require_osd();
+    let turned = image::imageops::rotate180(invoice_scan());
+    let pages = reader()
+        .read_bytes(&encode(&turned, ImageFormat::Png), MediaType::Png)
+        .unwrap();
+    assert_invoice(&pages[0]);
+    assert_eq!(pages[0].rotation, 180);
+}
+
+#[test]
+fn sideways_pages_read_upright_both_ways() {
+    require_osd();
+    // Content turned 90° clockwise needs 270° more to be upright, and the reverse.
+    for (turned, expected) in [
+        (image::imageops::rotate90(invoice_scan()), 270),
+        (image::imageops::rotate270(invoice_scan()), 90),
+    ] {
+        let page = &reader()
+            .read_bytes(&encode(&turned, ImageFormat::Png), MediaType::Png)
+            .unwrap()[0];
+        assert_invoice(page);
+        assert_eq!(page.rotation, expected);
+        // Boxes are in the upright frame: INVOICE sits top-left, wider than tall.
+        let b = bbox_of(page, "INVOICE");
+        assert!(
+            b.x0 < 0.15 && b.y0 < 0.1 && (b.x1 - b.x0) > (b.y1 - b.y0),
+            "{b:?}"
+        );
+    }
+}
+
+#[test]
+fn slightly_skewed_scans_still_read() {
+    for degrees in [2.0, -2.0] {
+        let page = &reader()
+            .read_bytes(
+                &encode(&skew(invoice_scan(), degrees), ImageFormat::Png),
+                MediaType::Png,
+            )
+            .unwrap()[0];
+        assert_invoice(page);
+        assert_eq!(page.rotation, 0);
+    }
+}
+
+#[test]
+fn rotation_detection_can_be_turned_off() {
+    let turned = image::imageops::rotate180(invoice_scan());
+    let r = PageReader::new(
+        ReadOptions {
+            detect_rotation: false,
+            ..opts()
+        },
+        None,
+    );
+    let page = &r
+        .read_bytes(&encode(&turned, ImageFormat::Png), MediaType::Png)
+        .unwrap()[0];
+    assert_eq!(page.rotation, 0);
+    assert!(!page.text().contains("INVOICE"));
+    assert_eq!(r.ocr_calls(), 1);
+}
+
+#[test]
+fn second_read_of_the_same_file_hits_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache: Arc<dyn PageCache> = Arc::new(DirPageCache::new(dir.path()).unwrap());
+    let png = encode(invoice_scan(), ImageFormat::Png);
+    let doc = pdf(&[Page::text(INVOICE, 12), Page::scan(invoice_scan())]);
+
+    let first = PageReader::new(opts(), Some(cache.clone()));
+    let png_pages = first.read_bytes(&png, MediaType::Png).unwrap();
+    let pdf_pages = first.read_bytes(&doc, MediaType::Pdf).unwrap();
+    let calls = first.ocr_calls();
+    assert!(calls >= 2);
+
+    // A new reader (a restarted worker) sharing the cache directory: no OCR at all.
+    let second = PageReader::new(opts(), Some(cache.clone()));
+    assert_eq!(second.read_bytes(&png, MediaType::Png).unwrap(), png_pages);
+    assert_eq!(second.read_bytes(&doc, MediaType::Pdf).unwrap(), pdf_pages);
+    // The same pixels in another container hit the pixel-keyed entry.
+    let from_tiff = second
+        .read_bytes(&tiff(&[invoice_scan()]), MediaType::Tiff)
+        .unwrap();
+    assert_eq!(from_tiff[0].words, png_pages[0].words);
+    assert_eq!(second.ocr_calls(), 0);
+
+    // Different settings are different keys.
+    let fra = PageReader::new(
+        ReadOptions {
+            languages: "eng+fra".into(),
+            ..opts()
+        },
+        Some(cache),
+    );
+    assert_invoice(&fra.read_bytes(&png, MediaType::Png).unwrap()[0]);
+    assert_eq!(fra.ocr_calls(), 1);
+}
+
+#[test]
+fn page_timeout_stops_ocr() {
+    let dense: Vec<String> = (0..45)
+        .map(|i| {
+            format!(
+                "Line {i} consignee shipper vessel voyage customs declaration gross weight {}",
+                1000 + i * 37
+            )
+        })
+        .collect();
+    let lines: Vec<&str> = dense.iter().map(String::as_str).collect();
+    let scan = render(&pdf(&[Page::text(&lines, 11)]), 150);
+    let r = PageReader::new(
+        ReadOptions {
+            page_timeout: Duration::from_millis(150),
+            ..opts()
+        },
+        None,
+    );
+    let started = Instant::now();
+    let err = r
+        .read_bytes(&encode(&scan, ImageFormat::Png), MediaType::Png)
+        .unwrap_err();
+    assert!(
+        matches!(&err, ReadError::Terminal(m) if m.starts_with("page 1:") && m.contains("timeout")),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(r.ocr_calls(), 1, "the deadline stopped Tesseract itself");
+    println!("timed out after {:?}", started.elapsed());
+}
+
+#[test]
+fn a_page_tesseract_cannot_stop_still_returns_by_the_deadline() {
+    // Noise: Tesseract spends its time in layout analysis, which its monitor cannot
+    // interrupt, so only the watchdog bounds how long the caller waits (deadline + 1 s grace).
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise = GrayImage::from_fn(1700, 2200, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        image::Luma([(state >> 56) as u8])
+    });
+    let png = encode(&noise, ImageFormat::Png);
+    let r = PageReader::new(
+        ReadOptions {
+            page_timeout: Duration::from_millis(300),
+            ..opts()
+        },
+        None,
+    );
+    let started = Instant::now();
+    let result = r.read_bytes(&png, MediaType::Png);
+    let took = started.elapsed();
+    println!(
+        "noise page: {:?} after {took:?}",
+        result.as_ref().map(|p| p[0].words.len())
+    );
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    // Either Tesseract gave up in time or the watchdog did; both are a terminal timeout.
+    match result {
+        Err(ReadError::Terminal(m)) => assert!(m.contains("timeout"), "{m}"),
+        Ok(pages) => assert!(
+            pages[0].words.len() < 50,
+            "finished early with {} words",
+            pages[0].words.len()
+        ),
+        Err(e) => panic!("{e:?}"),
+    }
+}

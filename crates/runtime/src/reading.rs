@@ -1,0 +1,192 @@
+//! The real document step: read every page (text layer or OCR), then classify, segment and
+//! extract against the case's workflow. CPU-bound work runs on the blocking pool; the reader
+//! itself spreads one file's pages across its Tesseract threads.
+
+use ironclad_core::page::PageText;
+use ironclad_documents::processor::{DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput};
+use ironclad_extract::{Analysis, Workflow};
+use ironclad_ocr::{PageReader, ReadError};
+use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A workflow as loaded into the database: its version id and the parsed definition.
+#[derive(Debug, Clone)]
+pub struct LoadedWorkflow {
+    /// `workflows.id` of the version.
+    pub id: Uuid,
+    /// The parsed definition.
+    pub workflow: Arc<Workflow>,
+}
+
+/// Workflows by name, plus the one used when a case names none.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowSet {
+    /// By name.
+    pub by_name: HashMap<String, LoadedWorkflow>,
+    /// Used when the case names no workflow.
+    pub default: Option<String>,
+}
+
+/// Reads pages and applies a workflow.
+pub struct ReadingProcessor {
+    reader: Arc<PageReader>,
+    workflows: WorkflowSet,
+}
+
+impl ReadingProcessor {
+    /// A processor reading with `reader` and applying `workflows`.
+    pub fn new(reader: Arc<PageReader>, workflows: WorkflowSet) -> Self {
+        Self { reader, workflows }
+    }
+}
+
+impl DocumentProcessor for ReadingProcessor {
+    fn process(&self, input: SourceInput) -> ProcessFuture<'_> {
+        Box::pin(async move {
+            let name = input.workflow.clone().or_else(|| self.workflows.default.clone());
+            let workflow = match &name {
+                Some(n) => Some(
+                    self.workflows
+                        .by_name
+                        .get(n)
+                        .cloned()
+                        .ok_or_else(|| ProcessorError::Terminal(format!("unknown workflow {n:?}")))?,
+                ),
+                None => None,
+            };
+            let reader = self.reader.clone();
+            let bytes = tokio::fs::read(&input.blob_path)
+                .await
+                .map_err(|e| ProcessorError::Retryable(format!("reading blob: {e}")))?;
+            let actual = hex::encode(Sha256::digest(&bytes));
+            if actual != input.sha256 {
+                return Err(ProcessorError::Terminal(format!(
+                    "blob corrupted: sha256 is {actual}, intake recorded {}",
+                    input.sha256
+                )));
+            }
+            let media = input.media_type;
+            let wf = workflow.clone();
+            let (pages, analysis) = tokio::task::spawn_blocking(move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
+                let pages = reader.read_bytes(&bytes, media)?;
+                let analysis = wf.map(|w| ironclad_extract::analyze(&w.workflow, &pages));
+                Ok((pages, analysis))
+            })
+            .await
+            .map_err(|e| ProcessorError::Terminal(format!("page reading crashed: {e}")))?
+            .map_err(|e| match e {
+                ReadError::Terminal(m) => ProcessorError::Terminal(m),
+                ReadError::Retryable(m) => ProcessorError::Retryable(m),
+            })?;
+            let ocr_pages = pages.iter().filter(|p| p.method == ironclad_core::page::ReadMethod::Ocr).count();
+            let summary = serde_json::json!({
+                "processor": "reading",
+                "pages": pages.len(),
+                "ocr_pages": ocr_pages,
+                "text_layer_pages": pages.len() - ocr_pages,
+                "workflow": name,
+                "segments": analysis.as_ref().map(|a| a.segments.iter().map(|s| {
+                    serde_json::json!({"doc_type": s.segment.doc_type, "pages": s.segment.pages})
+                }).collect::<Vec<_>>()),
+            });
+            Ok(ProcessedSource {
+                pages: u32::try_from(pages.len()).unwrap_or(u32::MAX),
+                summary,
+                read: pages,
+                analysis,
+                workflow_id: workflow.map(|w| w.id),
+            })
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "reading"
+    }
+}
+
+fn to_i32(v: u32) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
+}
+
+/// Turns what a processor read into the rows the store keeps with the job's success.
+pub fn source_results(processed: &ProcessedSource) -> Option<SourceResults> {
+    if processed.read.is_empty() {
+        return None;
+    }
+    let classes: HashMap<u32, &ironclad_extract::PageClass> = processed
+        .analysis
+        .as_ref()
+        .map(|a| a.pages.iter().map(|c| (c.page, c)).collect())
+        .unwrap_or_default();
+    let pages = processed
+        .read
+        .iter()
+        .map(|p| {
+            let class = classes.get(&p.index);
+            PageRow {
+                page_index: to_i32(p.index),
+                method: match p.method {
+                    ironclad_core::page::ReadMethod::TextLayer => "text_layer",
+                    ironclad_core::page::ReadMethod::Ocr => "ocr",
+                    ironclad_core::page::ReadMethod::Provider => "provider",
+                }
+                .to_owned(),
+                confidence: p.confidence.clamp(0.0, 1.0),
+                rotation: i16::try_from(p.rotation).unwrap_or(0),
+                doc_type: class.and_then(|c| c.doc_type.clone()),
+                class_confidence: class.map(|c| c.confidence as f32),
+                class_reason: class.and_then(|c| c.reason.clone()),
+                text: p.text(),
+                words: serde_json::to_value(&p.words).unwrap_or(serde_json::Value::Null),
+            }
+        })
+        .collect();
+    let segments = processed
+        .analysis
+        .as_ref()
+        .map(|a| {
+            a.segments
+                .iter()
+                .enumerate()
+                .map(|(i, s)| SegmentRow {
+                    ordinal: i32::try_from(i).unwrap_or(i32::MAX),
+                    doc_type: s.segment.doc_type.clone(),
+                    confidence: s.segment.confidence as f32,
+                    first_page: to_i32(s.segment.pages.first().copied().unwrap_or(0)),
+                    last_page: to_i32(s.segment.pages.last().copied().unwrap_or(0)),
+                    reason: s
+                        .segment
+                        .doc_type
+                        .is_none()
+                        .then(|| {
+                            s.segment
+                                .pages
+                                .iter()
+                                .filter_map(|p| classes.get(p).and_then(|c| c.reason.clone()))
+                                .next()
+                        })
+                        .flatten(),
+                    facts: s
+                        .facts
+                        .iter()
+                        .map(|f| FactRow {
+                            field: f.field.clone(),
+                            value: f.chosen.as_ref().and_then(|c| serde_json::to_value(&c.value).ok()),
+                            raw_text: f.chosen.as_ref().map(|c| c.raw.clone()),
+                            page: f.chosen.as_ref().map(|c| to_i32(c.page)),
+                            bbox: f.chosen.as_ref().and_then(|c| serde_json::to_value(c.bbox).ok()),
+                            confidence: f.chosen.as_ref().map(|c| c.confidence as f32),
+                            conflict: f.conflict,
+                            missing: f.missing_required,
+                            candidates: serde_json::to_value(&f.candidates).unwrap_or(serde_json::Value::Null),
+                        })
+                        .collect(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(SourceResults { pages, segments, workflow_id: processed.workflow_id })
+}
