@@ -63,7 +63,7 @@ pub struct RoleSettings {
     pub blob_dir: PathBuf,
     /// Document processor: `reading` (text layer + Tesseract OCR + workflow extraction),
     /// `stand-in` (verifies and counts pages only), or a test processor such as `test:sleep=5s`.
-    #[arg(long, env = "IRONCLAD_PROCESSOR", default_value = "stand-in")]
+    #[arg(long, env = "IRONCLAD_PROCESSOR", default_value = "reading")]
     pub processor: String,
     /// Workflow file applied by the `reading` processor (default: the built-in trade workflow).
     #[arg(long, env = "IRONCLAD_WORKFLOW")]

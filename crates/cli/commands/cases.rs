@@ -118,6 +118,47 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
             j.last_error.as_ref().map(|e| format!("  last error: {}", short(e, 80))).unwrap_or_default()
         );
     }
+    if !case.pages.is_empty() {
+        println!("\npages:");
+        for p in &case.pages {
+            println!(
+                "  {}  page {:>3}  {:<10} confidence {:.2}  {}",
+                p.source_id,
+                p.page_index + 1,
+                p.method,
+                p.confidence,
+                match &p.doc_type {
+                    Some(t) => format!("{t} ({:.2})", p.class_confidence.unwrap_or(0.0)),
+                    None => format!("UNKNOWN: {}", p.class_reason.as_deref().unwrap_or("-")),
+                }
+            );
+        }
+    }
+    for s in &case.segments {
+        println!(
+            "\nsegment {} pages {}-{} of {}: {} (confidence {:.2}){}",
+            s.id,
+            s.first_page + 1,
+            s.last_page + 1,
+            s.source_id,
+            s.doc_type.as_deref().unwrap_or("UNKNOWN"),
+            s.confidence,
+            s.reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default()
+        );
+        for f in &s.facts {
+            let value = f.value.as_ref().map(|v| v["value"].to_string()).unwrap_or_else(|| "(none)".into());
+            println!(
+                "  {:<20} {:<30} raw {:<22} page {:<3} confidence {}{}{}",
+                f.field,
+                short(&value, 30),
+                format!("{:?}", f.raw_text.as_deref().unwrap_or("")),
+                f.page.map(|p| (p + 1).to_string()).unwrap_or_else(|| "-".into()),
+                f.confidence.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+                if f.conflict { "  CONFLICT" } else { "" },
+                if f.missing { "  MISSING (required)" } else { "" }
+            );
+        }
+    }
     match &case.decision {
         Some(d) => println!("\ndecision   v{} {} — {}", d.version, d.status, d.summary),
         None => println!("\ndecision   none yet"),
