@@ -30,7 +30,7 @@ IRONCLAD_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 IRONCLAD_PACKAGES=(
   postgresql postgresql-client redis-server redis-tools
-  poppler-utils tesseract-ocr tesseract-ocr-eng tesseract-ocr-fra
+  poppler-utils tesseract-ocr tesseract-ocr-eng tesseract-ocr-fra tesseract-ocr-osd
   libtesseract-dev libleptonica-dev clang libclang-dev pkg-config
   imagemagick python3 curl jq
   build-essential ca-certificates

@@ -371,8 +371,9 @@ fn page_timeout_stops_ocr() {
 fn a_page_tesseract_cannot_stop_still_returns_by_the_deadline() {
     // Noise: Tesseract spends its time in layout analysis, which its monitor cannot
     // interrupt, so only the watchdog bounds how long the caller waits (deadline + 1 s grace).
+    // Unbounded, this page takes ≈5 s of layout analysis (measured).
     let mut state = 0x2545_f491_4f6c_dd1du64;
-    let noise = GrayImage::from_fn(1700, 2200, |_, _| {
+    let noise = GrayImage::from_fn(2550, 3300, |_, _| {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
@@ -393,7 +394,7 @@ fn a_page_tesseract_cannot_stop_still_returns_by_the_deadline() {
         "noise page: {:?} after {took:?}",
         result.as_ref().map(|p| p[0].words.len())
     );
-    assert!(took < Duration::from_millis(2500), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
     // Either Tesseract gave up in time or the watchdog did; both are a terminal timeout.
     match result {
         Err(ReadError::Terminal(m)) => assert!(m.contains("timeout"), "{m}"),
