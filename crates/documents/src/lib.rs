@@ -22,6 +22,7 @@ pub mod fixtures;
 pub mod inspect;
 pub mod processor;
 pub mod sniff;
+pub mod workflows;
 
 pub use inspect::{inspect, InspectError, InspectLimits, Inspection};
 pub use processor::{

@@ -4,31 +4,14 @@
 
 use ironclad_core::page::PageText;
 use ironclad_documents::processor::{DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput};
-use ironclad_extract::{Analysis, Workflow};
+use ironclad_extract::Analysis;
 use ironclad_ocr::{PageReader, ReadError};
 use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Arc;
-use uuid::Uuid;
 
-/// A workflow as loaded into the database: its version id and the parsed definition.
-#[derive(Debug, Clone)]
-pub struct LoadedWorkflow {
-    /// `workflows.id` of the version.
-    pub id: Uuid,
-    /// The parsed definition.
-    pub workflow: Arc<Workflow>,
-}
-
-/// Workflows by name, plus the one used when a case names none.
-#[derive(Debug, Clone, Default)]
-pub struct WorkflowSet {
-    /// By name.
-    pub by_name: HashMap<String, LoadedWorkflow>,
-    /// Used when the case names no workflow.
-    pub default: Option<String>,
-}
+pub use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 
 /// Reads pages and applies a workflow.
 pub struct ReadingProcessor {
@@ -46,17 +29,8 @@ impl ReadingProcessor {
 impl DocumentProcessor for ReadingProcessor {
     fn process(&self, input: SourceInput) -> ProcessFuture<'_> {
         Box::pin(async move {
-            let name = input.workflow.clone().or_else(|| self.workflows.default.clone());
-            let workflow = match &name {
-                Some(n) => Some(
-                    self.workflows
-                        .by_name
-                        .get(n)
-                        .cloned()
-                        .ok_or_else(|| ProcessorError::Terminal(format!("unknown workflow {n:?}")))?,
-                ),
-                None => None,
-            };
+            let workflow = self.workflows.resolve(input.workflow.as_deref()).map_err(ProcessorError::Terminal)?;
+            let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
             let reader = self.reader.clone();
             let bytes = tokio::fs::read(&input.blob_path)
                 .await

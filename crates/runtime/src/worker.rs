@@ -92,7 +92,8 @@ impl Worker {
             }
             return self.dead_letter(delivery, &reason).await;
         }
-        let job = match self.store.claim_job(&envelope, &self.owner, self.config.lease).await? {
+        let claim = self.store.claim_job_via(&envelope, Some(&delivery.id), &self.owner, self.config.lease).await?;
+        let job = match claim {
             ClaimOutcome::Claimed(job) => job,
             ClaimOutcome::Refused(refusal) => return self.refused(delivery, &envelope, refusal).await,
         };
@@ -150,7 +151,9 @@ impl Worker {
                 );
                 self.dead_letter(delivery, &reason).await
             }
-            ClaimRefusal::Terminal(_) | ClaimRefusal::NotDue => {
+            // A duplicate of a job another delivery is running: acknowledged, so it cannot pile
+            // up deliveries and be dead-lettered on behalf of a healthy job.
+            ClaimRefusal::Terminal(_) | ClaimRefusal::NotDue | ClaimRefusal::LeasedElsewhere => {
                 metrics::counter!(m::DUPLICATES_TOTAL).increment(1);
                 self.queue.ack(std::slice::from_ref(&delivery.id)).await?;
                 Ok(Handled::Duplicate)

@@ -43,8 +43,12 @@ pub enum ClaimRefusal {
     Terminal(JobStatus),
     /// The job waits for a later attempt time; a delayed message will announce it.
     NotDue,
-    /// Another worker holds a live lease.
+    /// Another worker holds a live lease, claimed through this very message (its consumer may
+    /// have gone silent): keep the message until the lease expires.
     Leased,
+    /// Another worker holds a live lease, claimed through another message: this one is a
+    /// duplicate.
+    LeasedElsewhere,
     /// No attempts are left (the last run's worker died); the job must be failed.
     Exhausted,
 }
@@ -58,13 +62,13 @@ pub enum ClaimOutcome {
     Refused(ClaimRefusal),
 }
 
-/// Parameters: $1 job, $2 case, $3 kind, $4 owner, $5 token, $6 lease seconds.
+/// Parameters: $1 job, $2 case, $3 kind, $4 owner, $5 token, $6 lease seconds, $7 message id.
 /// A RUNNING job whose lease expired is claimable too: its worker is gone, and waiting for the
 /// reconciler would only add latency. The attempt counter bounds how often that can happen.
 const JOB_CLAIM: &str = r#"
 WITH claimed AS (
     UPDATE jobs
-    SET status = 'RUNNING', attempt = attempt + 1, lease_owner = $4, lease_token = $5,
+    SET status = 'RUNNING', attempt = attempt + 1, lease_owner = $4, lease_token = $5, message_id = $7,
         lease_expires_at = now() + make_interval(secs => $6),
         started_at = coalesce(started_at, now()), updated_at = now()
     WHERE id = $1 AND case_id = $2 AND kind = $3 AND attempt < max_attempts
@@ -81,7 +85,8 @@ SELECT id, case_id, source_id, kind, generation, attempt, max_attempts FROM clai
 /// Read-only explanation of a refused claim; every action taken on it is guarded again.
 const JOB_EXPLAIN_REFUSAL: &str = r#"
 SELECT case_id, kind, status, attempt >= max_attempts AS exhausted,
-       next_attempt_at <= now() AS due, coalesce(lease_expires_at < now(), false) AS lease_expired
+       next_attempt_at <= now() AS due, coalesce(lease_expires_at < now(), false) AS lease_expired,
+       message_id IS NOT DISTINCT FROM $2 AS same_message
 FROM jobs WHERE id = $1
 "#;
 
@@ -231,6 +236,17 @@ impl Store {
         owner: &str,
         lease: Duration,
     ) -> StoreResult<ClaimOutcome> {
+        self.claim_job_via(msg, None, owner, lease).await
+    }
+
+    /// [`Store::claim_job`], recording the stream message the claim came through.
+    pub async fn claim_job_via(
+        &self,
+        msg: &Envelope,
+        message_id: Option<&str>,
+        owner: &str,
+        lease: Duration,
+    ) -> StoreResult<ClaimOutcome> {
         let token = Uuid::new_v4();
         let row: Option<ClaimRow> = sqlx::query_as(JOB_CLAIM)
             .bind(msg.job_id.0)
@@ -239,6 +255,7 @@ impl Store {
             .bind(owner)
             .bind(token)
             .bind(secs(lease))
+            .bind(message_id)
             .fetch_optional(self.pool())
             .await?;
         if let Some((id, case_id, source_id, kind, generation, attempt, max_attempts)) = row {
@@ -253,21 +270,25 @@ impl Store {
                 lease_token: token,
             }));
         }
-        let explain: Option<(Uuid, String, String, bool, bool, bool)> = sqlx::query_as(JOB_EXPLAIN_REFUSAL)
+        let explain: Option<(Uuid, String, String, bool, bool, bool, bool)> = sqlx::query_as(JOB_EXPLAIN_REFUSAL)
             .bind(msg.job_id.0)
+            .bind(message_id)
             .fetch_optional(self.pool())
             .await?;
         let refusal = match explain {
             None => ClaimRefusal::UnknownJob,
-            Some((case_id, kind, _, _, _, _)) if case_id != msg.case_id.0 || kind != msg.kind.as_str() => {
+            Some((case_id, kind, ..)) if case_id != msg.case_id.0 || kind != msg.kind.as_str() => {
                 ClaimRefusal::Mismatch
             }
-            Some((_, _, status, exhausted, due, lease_expired)) => {
+            Some((_, _, status, exhausted, due, lease_expired, same_message)) => {
                 let status: JobStatus = status.parse()?;
                 match status {
                     s if s.is_terminal() => ClaimRefusal::Terminal(s),
                     _ if exhausted && (status == JobStatus::Pending || lease_expired) => ClaimRefusal::Exhausted,
                     JobStatus::Pending if !due => ClaimRefusal::NotDue,
+                    JobStatus::Running if !lease_expired && message_id.is_some() && !same_message => {
+                        ClaimRefusal::LeasedElsewhere
+                    }
                     JobStatus::Running if !lease_expired => ClaimRefusal::Leased,
                     // It became claimable between the two statements; the caller may retry.
                     _ => ClaimRefusal::Leased,

@@ -51,7 +51,7 @@ ON CONFLICT (idempotency_key) DO NOTHING
 /// finalized), and a REQUEUED audit event.
 const JOB_REQUEUE_DEAD_LETTERED: &str = r#"
 WITH requeued AS (
-    UPDATE jobs SET status = 'PENDING', attempt = 0, next_attempt_at = now(), finished_at = NULL,
+    UPDATE jobs SET status = 'PENDING', max_attempts = attempt + max_attempts, next_attempt_at = now(), finished_at = NULL,
         dead_lettered_at = NULL, updated_at = now()
     WHERE status = 'FAILED' AND dead_lettered_at IS NOT NULL
     RETURNING id, case_id, kind, generation, last_error

@@ -1,0 +1,36 @@
+//! The workflows a processor can apply, as loaded into the database: shared by every
+//! processor that classifies and extracts (the built-in reader and the HTTP provider).
+
+use ironclad_extract::Workflow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// One stored workflow version.
+#[derive(Debug, Clone)]
+pub struct LoadedWorkflow {
+    /// `workflows.id` of the version, reported as `ProcessedSource::workflow_id`.
+    pub id: Uuid,
+    /// The parsed definition.
+    pub workflow: Arc<Workflow>,
+}
+
+/// Workflows by name, plus the one used when a case names none.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowSet {
+    /// By name.
+    pub by_name: HashMap<String, LoadedWorkflow>,
+    /// Used when the case names no workflow.
+    pub default: Option<String>,
+}
+
+impl WorkflowSet {
+    /// The workflow a case runs under: the one it names, else the default; an unknown name is
+    /// an error message for a terminal failure.
+    pub fn resolve(&self, requested: Option<&str>) -> Result<Option<LoadedWorkflow>, String> {
+        match requested.or(self.default.as_deref()) {
+            Some(name) => self.by_name.get(name).cloned().map(Some).ok_or_else(|| format!("unknown workflow {name:?}")),
+            None => Ok(None),
+        }
+    }
+}
