@@ -75,6 +75,19 @@ pub struct RoleSettings {
     /// OCRed twice).
     #[arg(long, env = "IRONCLAD_PAGE_CACHE_DIR")]
     pub page_cache_dir: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible server (`IRONCLAD_PROCESSOR=openai`), e.g.
+    /// `http://127.0.0.1:8000/v1`.
+    #[arg(long, env = "IRONCLAD_PROVIDER_URL")]
+    pub provider_url: Option<String>,
+    /// Model name for the provider.
+    #[arg(long, env = "IRONCLAD_PROVIDER_MODEL")]
+    pub provider_model: Option<String>,
+    /// API key for the provider.
+    #[arg(long, env = "IRONCLAD_PROVIDER_KEY", hide_env_values = true)]
+    pub provider_key: Option<String>,
+    /// Provider request timeout.
+    #[arg(long, env = "IRONCLAD_PROVIDER_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub provider_timeout: Duration,
     /// Jobs one worker process runs at once.
     #[arg(long, env = "IRONCLAD_WORKER_CONCURRENCY", default_value_t = 8)]
     pub worker_concurrency: usize,

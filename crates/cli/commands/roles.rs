@@ -159,7 +159,7 @@ async fn build_processor(
     store: &Store,
     s: &RoleSettings,
 ) -> anyhow::Result<Arc<dyn ironclad_documents::processor::DocumentProcessor>> {
-    if s.processor != "reading" {
+    if s.processor != "reading" && s.processor != "openai" {
         return ironclad_documents::processor::processor_from_spec(&s.processor)
             .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor));
     }
@@ -181,6 +181,15 @@ async fn build_processor(
     };
     let options = ironclad_ocr::ReadOptions { languages: s.ocr_languages.clone(), ..ironclad_ocr::ReadOptions::default() };
     let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
+    if s.processor == "openai" {
+        let url = s.provider_url.clone().context("IRONCLAD_PROVIDER_URL is required with IRONCLAD_PROCESSOR=openai")?;
+        let model = s.provider_model.clone().context("IRONCLAD_PROVIDER_MODEL is required with IRONCLAD_PROCESSOR=openai")?;
+        let mut config = ironclad_provider::ProviderConfig::new(url, model);
+        config.api_key = s.provider_key.clone().filter(|k| !k.is_empty());
+        config.timeout = s.provider_timeout;
+        let provider = ironclad_provider::OpenAiProvider::new(config, reader, set)?;
+        return Ok(Arc::new(provider));
+    }
     Ok(Arc::new(ironclad_runtime::reading::ReadingProcessor::new(reader, set)))
 }
 
