@@ -12,16 +12,24 @@ use std::time::Duration;
 /// Parses `500ms`, `30s`, `2m`, `1h`, `7d` (a bare number is seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?} (e.g. 500ms, 30s, 2m, 1h, 7d)"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?} (e.g. 500ms, 30s, 2m, 1h, 7d)"))?;
     let secs = match unit {
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" => value * 60.0,
         "h" => value * 3600.0,
         "d" => value * 86400.0,
-        _ => return Err(format!("unknown unit in duration {text:?} (use ms, s, m, h or d)")),
+        _ => {
+            return Err(format!(
+                "unknown unit in duration {text:?} (use ms, s, m, h or d)"
+            ))
+        }
     };
     Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {text:?}: {e}"))
 }
@@ -31,17 +39,30 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub struct Delays(pub Vec<Duration>);
 
 fn parse_delays(text: &str) -> Result<Delays, String> {
-    text.split(',').map(parse_duration).collect::<Result<Vec<_>, _>>().map(Delays)
+    text.split(',')
+        .map(parse_duration)
+        .collect::<Result<Vec<_>, _>>()
+        .map(Delays)
 }
 
 /// Where the services are.
 #[derive(Debug, Clone, Args)]
 pub struct Connections {
     /// PostgreSQL URL.
-    #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/ironclad", global = true)]
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/ironclad",
+        global = true
+    )]
     pub database_url: String,
     /// Redis URL.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379/", global = true)]
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379/",
+        global = true
+    )]
     pub redis_url: String,
     /// Prefix for the stream, dead-letter stream and group names (isolates several deployments
     /// sharing one Redis).
@@ -156,7 +177,11 @@ impl RoleSettings {
             lease_renew_every: self.lease / 3,
             worker_concurrency: self.worker_concurrency,
             job_timeout: self.job_timeout,
-            retry: RetryPolicy { delays: self.retry_delays.0.clone(), max_attempts: self.max_attempts, ..RetryPolicy::default() },
+            retry: RetryPolicy {
+                delays: self.retry_delays.0.clone(),
+                max_attempts: self.max_attempts,
+                ..RetryPolicy::default()
+            },
             reclaim_every: self.reclaim_every,
             dispatch_batch: self.dispatch_batch,
             outbox_max_attempts: self.outbox_max_attempts,
@@ -167,7 +192,10 @@ impl RoleSettings {
             blob_grace: self.blob_grace,
             ..RuntimeConfig::default()
         };
-        config.validate().map_err(anyhow::Error::msg).context("invalid configuration")?;
+        config
+            .validate()
+            .map_err(anyhow::Error::msg)
+            .context("invalid configuration")?;
         anyhow::ensure!(
             self.claim_idle > self.lease / 3,
             "claim idle ({:?}) must exceed the lease renew interval ({:?}), or live jobs' messages get reclaimed",
@@ -191,6 +219,9 @@ mod tests {
         assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5y").is_err());
-        assert_eq!(parse_delays("1s,2m").map(|d| d.0), Ok(vec![Duration::from_secs(1), Duration::from_secs(120)]));
+        assert_eq!(
+            parse_delays("1s,2m").map(|d| d.0),
+            Ok(vec![Duration::from_secs(1), Duration::from_secs(120)])
+        );
     }
 }

@@ -61,9 +61,16 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     commands::init_logging(matches!(
         cli.command,
-        Command::All(_) | Command::Serve(_) | Command::Dispatcher(_) | Command::Worker(_) | Command::Reconciler(_)
+        Command::All(_)
+            | Command::Serve(_)
+            | Command::Dispatcher(_)
+            | Command::Worker(_)
+            | Command::Reconciler(_)
     ));
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("ironclad: cannot start the async runtime: {err}");
@@ -74,10 +81,18 @@ fn main() -> std::process::ExitCode {
         let c = cli.connections;
         match cli.command {
             Command::All(s) => commands::roles::run(&c, &s, commands::roles::Roles::all()).await,
-            Command::Serve(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_api()).await,
-            Command::Dispatcher(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_dispatcher()).await,
-            Command::Worker(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_worker()).await,
-            Command::Reconciler(s) => commands::roles::run(&c, &s, commands::roles::Roles::only_reconciler()).await,
+            Command::Serve(s) => {
+                commands::roles::run(&c, &s, commands::roles::Roles::only_api()).await
+            }
+            Command::Dispatcher(s) => {
+                commands::roles::run(&c, &s, commands::roles::Roles::only_dispatcher()).await
+            }
+            Command::Worker(s) => {
+                commands::roles::run(&c, &s, commands::roles::Roles::only_worker()).await
+            }
+            Command::Reconciler(s) => {
+                commands::roles::run(&c, &s, commands::roles::Roles::only_reconciler()).await
+            }
             Command::Migrate => commands::admin::migrate(&c).await,
             Command::Tenant(t) => commands::admin::tenant(&c, t).await,
             Command::Apikey(k) => commands::admin::apikey(&c, k).await,

@@ -23,15 +23,26 @@ async fn scenario(rig: &Rig) -> Result<()> {
         rig.commit_case(1).await?;
     }
 
-    let mut crasher =
-        rig.role("dispatcher-crash", "dispatcher", &[("IRONCLAD_CRASH_AT", "dispatcher_after_publish")])?;
+    let mut crasher = rig.role(
+        "dispatcher-crash",
+        "dispatcher",
+        &[("IRONCLAD_CRASH_AT", "dispatcher_after_publish")],
+    )?;
     crasher.expect_abort(Duration::from_secs(30)).await?;
 
     // What the crash left: the batch is in the stream, yet PostgreSQL still says PUBLISHING.
-    let publishing = rig.count("SELECT count(*) FROM outbox WHERE status = 'PUBLISHING'").await?;
-    ensure!(publishing == CASES, "expected {CASES} outbox rows stuck PUBLISHING, found {publishing}");
+    let publishing = rig
+        .count("SELECT count(*) FROM outbox WHERE status = 'PUBLISHING'")
+        .await?;
+    ensure!(
+        publishing == CASES,
+        "expected {CASES} outbox rows stuck PUBLISHING, found {publishing}"
+    );
     let published_once = rig.stream_len().await?;
-    ensure!(published_once == CASES as u64, "expected {CASES} stream entries after the crash, found {published_once}");
+    ensure!(
+        published_once == CASES as u64,
+        "expected {CASES} stream entries after the crash, found {published_once}"
+    );
 
     let _dispatcher = rig.role("dispatcher", "dispatcher", &[])?;
     let _worker = rig.role("worker", "worker", &[])?;
@@ -46,19 +57,29 @@ async fn scenario(rig: &Rig) -> Result<()> {
         SETTLE,
     )
     .await?;
-    rig.wait_count("every outbox row PUBLISHED", "SELECT count(*) FROM outbox WHERE status <> 'PUBLISHED'", 0, SETTLE)
-        .await?;
+    rig.wait_count(
+        "every outbox row PUBLISHED",
+        "SELECT count(*) FROM outbox WHERE status <> 'PUBLISHED'",
+        0,
+        SETTLE,
+    )
+    .await?;
     // Every copy, the duplicates included, is eventually acknowledged.
     rig.wait_nothing_pending(Duration::from_secs(30)).await?;
 
     let jobs = rig.count("SELECT count(*) FROM jobs").await?;
     let stream_len = rig.stream_len().await?;
-    ensure!(stream_len > jobs as u64, "the stream should hold duplicates ({stream_len} entries for {jobs} jobs)");
+    ensure!(
+        stream_len > jobs as u64,
+        "the stream should hold duplicates ({stream_len} entries for {jobs} jobs)"
+    );
     println!("[crash_after_publish] {stream_len} stream entries for {jobs} jobs");
 
     rig.assert_decided_exactly_once(CASES).await?;
     // The duplicate deliveries did not re-run anything.
-    let reruns = rig.count("SELECT count(*) FROM jobs WHERE attempt <> 1").await?;
+    let reruns = rig
+        .count("SELECT count(*) FROM jobs WHERE attempt <> 1")
+        .await?;
     ensure!(reruns == 0, "{reruns} job(s) ran more than once");
     Ok(())
 }

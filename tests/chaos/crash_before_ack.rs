@@ -26,7 +26,10 @@ async fn scenario(rig: &Rig) -> Result<()> {
     let mut crasher = rig.role(
         "worker-crash",
         "worker",
-        &[("IRONCLAD_CRASH_AT", "worker_before_ack"), ("IRONCLAD_WORKER_CONCURRENCY", "1")],
+        &[
+            ("IRONCLAD_CRASH_AT", "worker_before_ack"),
+            ("IRONCLAD_WORKER_CONCURRENCY", "1"),
+        ],
     )?;
     let crasher_pid = crasher.pid();
     crasher.expect_abort(Duration::from_secs(30)).await?;
@@ -34,10 +37,15 @@ async fn scenario(rig: &Rig) -> Result<()> {
     // Persisted, not acknowledged.
     let jobs = rig.jobs().await?;
     let done: Vec<_> = jobs.iter().filter(|j| j.status == "SUCCEEDED").collect();
-    ensure!(done.len() == 1, "expected exactly one job committed before the crash, found {jobs:?}");
+    ensure!(
+        done.len() == 1,
+        "expected exactly one job committed before the crash, found {jobs:?}"
+    );
     let committed = done[0].clone();
     ensure!(
-        committed.kind == "process_source" && committed.attempt == 1 && committed.owned_by(crasher_pid),
+        committed.kind == "process_source"
+            && committed.attempt == 1
+            && committed.owned_by(crasher_pid),
         "unexpected committed job {committed:?}"
     );
     let unacked = rig.pending_jobs().await?;
@@ -57,7 +65,9 @@ async fn scenario(rig: &Rig) -> Result<()> {
         after.attempt == 1 && after.owned_by(crasher_pid),
         "the job committed before the crash was run again: {after:?}"
     );
-    let reruns = rig.count("SELECT count(*) FROM jobs WHERE attempt <> 1").await?;
+    let reruns = rig
+        .count("SELECT count(*) FROM jobs WHERE attempt <> 1")
+        .await?;
     ensure!(reruns == 0, "{reruns} job(s) ran more than once");
     Ok(())
 }

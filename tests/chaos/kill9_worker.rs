@@ -23,7 +23,10 @@ async fn scenario(rig: &Rig) -> Result<()> {
     let mut worker_a = rig.role(
         "worker-a",
         "worker",
-        &[("IRONCLAD_PROCESSOR", "test:sleep=6s"), ("IRONCLAD_WORKER_CONCURRENCY", "1")],
+        &[
+            ("IRONCLAD_PROCESSOR", "test:sleep=6s"),
+            ("IRONCLAD_WORKER_CONCURRENCY", "1"),
+        ],
     )?;
 
     let mut cases = Vec::new();
@@ -32,24 +35,42 @@ async fn scenario(rig: &Rig) -> Result<()> {
     }
 
     let a_pid = worker_a.pid();
-    let killed = wait_for("a job RUNNING under worker A", Duration::from_secs(30), || async {
-        Ok(rig.running_under(a_pid).await?.first().copied())
-    })
+    let killed = wait_for(
+        "a job RUNNING under worker A",
+        Duration::from_secs(30),
+        || async { Ok(rig.running_under(a_pid).await?.first().copied()) },
+    )
     .await?;
     let killed_at = Instant::now();
     let status = worker_a.kill9()?;
-    ensure!(!status.success(), "worker A should have died from SIGKILL, got {status}");
+    ensure!(
+        !status.success(),
+        "worker A should have died from SIGKILL, got {status}"
+    );
 
     let held = rig.running_under(a_pid).await?;
-    ensure!(held == vec![killed], "worker A held {held:?} when killed; expected only {killed}");
+    ensure!(
+        held == vec![killed],
+        "worker A held {held:?} when killed; expected only {killed}"
+    );
     let before = rig.job(killed).await?;
-    ensure!(before.attempt == 1, "killed job should be on its first attempt, is on {}", before.attempt);
+    ensure!(
+        before.attempt == 1,
+        "killed job should be on its first attempt, is on {}",
+        before.attempt
+    );
 
-    let _worker_b = rig.role("worker-b", "worker", &[("IRONCLAD_PROCESSOR", "test:sleep=1s")])?;
+    let _worker_b = rig.role(
+        "worker-b",
+        "worker",
+        &[("IRONCLAD_PROCESSOR", "test:sleep=1s")],
+    )?;
 
-    wait_for("the killed job to succeed", Duration::from_secs(45), || async {
-        Ok((rig.job(killed).await?.status == "SUCCEEDED").then_some(()))
-    })
+    wait_for(
+        "the killed job to succeed",
+        Duration::from_secs(45),
+        || async { Ok((rig.job(killed).await?.status == "SUCCEEDED").then_some(())) },
+    )
     .await?;
     let recovery = killed_at.elapsed();
     // Two rescue paths race: worker B taking the dead consumer's idle message (XAUTOCLAIM,
@@ -59,7 +80,10 @@ async fn scenario(rig: &Rig) -> Result<()> {
         Some(e) if e.contains("lease expired") => "reconciler rescue",
         _ => "XAUTOCLAIM of the dead consumer's message",
     };
-    println!("[kill9_worker] recovery (kill -9 -> killed job SUCCEEDED): {} via {path}", secs(recovery));
+    println!(
+        "[kill9_worker] recovery (kill -9 -> killed job SUCCEEDED): {} via {path}",
+        secs(recovery)
+    );
 
     rig.wait_decided(3, SETTLE, false).await?;
     rig.wait_nothing_pending(Duration::from_secs(30)).await?;
@@ -74,8 +98,16 @@ async fn scenario(rig: &Rig) -> Result<()> {
             job.id,
             job.attempt
         );
-        ensure!(!job.owned_by(a_pid), "job {} still names the dead worker A as its owner", job.id);
+        ensure!(
+            !job.owned_by(a_pid),
+            "job {} still names the dead worker A as its owner",
+            job.id
+        );
     }
-    ensure!(recovery < Duration::from_secs(30), "recovery took {} (limit 30s)", secs(recovery));
+    ensure!(
+        recovery < Duration::from_secs(30),
+        "recovery took {} (limit 30s)",
+        secs(recovery)
+    );
     Ok(())
 }

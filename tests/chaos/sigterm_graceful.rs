@@ -18,20 +18,33 @@ async fn sigterm_graceful() {
 async fn scenario(rig: &Rig) -> Result<()> {
     let _dispatcher = rig.role("dispatcher", "dispatcher", &[])?;
     let _reconciler = rig.role("reconciler", "reconciler", &[])?;
-    let mut worker = rig.role("worker", "worker", &[("IRONCLAD_PROCESSOR", "test:sleep=3s")])?;
+    let mut worker = rig.role(
+        "worker",
+        "worker",
+        &[("IRONCLAD_PROCESSOR", "test:sleep=3s")],
+    )?;
     let pid = worker.pid();
     rig.commit_case(1).await?;
 
-    let busy = wait_for("the job RUNNING under the worker", Duration::from_secs(30), || async {
-        Ok(rig.running_under(pid).await?.first().copied())
-    })
+    let busy = wait_for(
+        "the job RUNNING under the worker",
+        Duration::from_secs(30),
+        || async { Ok(rig.running_under(pid).await?.first().copied()) },
+    )
     .await?;
     let signalled_at = Instant::now();
     worker.signal("TERM")?;
     let status = worker.wait_exit(Duration::from_secs(25)).await?;
     let exit_after = signalled_at.elapsed();
-    println!("[sigterm_graceful] worker exited {status} {} after SIGTERM", secs(exit_after));
-    ensure!(status.code() == Some(0), "worker should exit 0 on SIGTERM, got {status}\n{}", worker.log_tail(30));
+    println!(
+        "[sigterm_graceful] worker exited {status} {} after SIGTERM",
+        secs(exit_after)
+    );
+    ensure!(
+        status.code() == Some(0),
+        "worker should exit 0 on SIGTERM, got {status}\n{}",
+        worker.log_tail(30)
+    );
 
     // The in-flight job was finished (and acknowledged) before the process left.
     let job = rig.job(busy).await?;
@@ -44,14 +57,19 @@ async fn scenario(rig: &Rig) -> Result<()> {
     // Redis may still hand the exiting consumer a message (the finalize one, say) that then
     // waits out the idle threshold before another worker reclaims it — a delay, not a loss.
     let unacked = rig.pending_jobs().await?;
-    ensure!(!unacked.contains(&busy), "the terminating worker left its job's message unacknowledged");
+    ensure!(
+        !unacked.contains(&busy),
+        "the terminating worker left its job's message unacknowledged"
+    );
 
     // Finalize needs a worker.
     let _successor = rig.role("worker-2", "worker", &[])?;
     rig.wait_decided(1, SETTLE, false).await?;
     rig.wait_nothing_pending(Duration::from_secs(30)).await?;
     rig.assert_decided_exactly_once(1).await?;
-    let reruns = rig.count("SELECT count(*) FROM jobs WHERE attempt <> 1").await?;
+    let reruns = rig
+        .count("SELECT count(*) FROM jobs WHERE attempt <> 1")
+        .await?;
     ensure!(reruns == 0, "{reruns} job(s) ran more than once");
     Ok(())
 }

@@ -71,7 +71,10 @@ impl Proc {
     /// The exit status if the process has ended (reaping it), `None` while it runs.
     pub fn try_status(&mut self) -> Result<Option<ExitStatus>> {
         if self.exited.is_none() {
-            self.exited = self.child.try_wait().with_context(|| format!("polling {}", self.label))?;
+            self.exited = self
+                .child
+                .try_wait()
+                .with_context(|| format!("polling {}", self.label))?;
         }
         Ok(self.exited)
     }
@@ -87,7 +90,9 @@ impl Proc {
             return Ok(status);
         }
         // std's `kill` is SIGKILL on Unix.
-        self.child.kill().with_context(|| format!("kill -9 {}", self.label))?;
+        self.child
+            .kill()
+            .with_context(|| format!("kill -9 {}", self.label))?;
         let status = self.child.wait()?;
         self.exited = Some(status);
         Ok(status)
@@ -95,8 +100,15 @@ impl Proc {
 
     /// Sends a signal by name (`TERM`, `INT`, …) to the process, if it is still running.
     pub fn signal(&mut self, name: &str) -> Result<()> {
-        ensure!(self.try_status()?.is_none(), "{} already exited; not signalling a reaped pid", self.label);
-        let ok = Command::new("kill").args(["-s", name, &self.pid().to_string()]).status()?.success();
+        ensure!(
+            self.try_status()?.is_none(),
+            "{} already exited; not signalling a reaped pid",
+            self.label
+        );
+        let ok = Command::new("kill")
+            .args(["-s", name, &self.pid().to_string()])
+            .status()?
+            .success();
         ensure!(ok, "kill -s {name} {} failed", self.pid());
         Ok(())
     }
@@ -109,7 +121,12 @@ impl Proc {
                 return Ok(status);
             }
             if start.elapsed() > timeout {
-                bail!("{} (pid {}) still running after {timeout:?}\n{}", self.label, self.pid(), self.log_tail(30));
+                bail!(
+                    "{} (pid {}) still running after {timeout:?}\n{}",
+                    self.label,
+                    self.pid(),
+                    self.log_tail(30)
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -129,7 +146,12 @@ impl Proc {
 
     /// The last `lines` lines of the process's output.
     pub fn log_tail(&self, lines: usize) -> String {
-        format!("{} (pid {}): {}", self.label, self.child.id(), tail(&self.log, lines))
+        format!(
+            "{} (pid {}): {}",
+            self.label,
+            self.child.id(),
+            tail(&self.log, lines)
+        )
     }
 }
 
@@ -196,7 +218,9 @@ pub struct Rig {
 impl Rig {
     /// A rig on the shared PostgreSQL server and the shared Redis.
     pub async fn new(name: &'static str) -> Result<Self> {
-        let db = TestDb::new().await.context("creating the test database (is PostgreSQL up? DATABASE_URL)")?;
+        let db = TestDb::new()
+            .await
+            .context("creating the test database (is PostgreSQL up? DATABASE_URL)")?;
         Self::with(name, db, &ironclad_testkit::redis_url()).await
     }
 
@@ -204,7 +228,9 @@ impl Rig {
     pub async fn with(name: &'static str, db: TestDb, redis_url: &str) -> Result<Self> {
         let tenant = db.store.create_tenant(name).await?;
         let db_name = db.name.clone();
-        let dir = tempfile::Builder::new().prefix(&format!("ironclad-chaos-{name}-")).tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("ironclad-chaos-{name}-"))
+            .tempdir()?;
         let blob_dir = dir.path().join("blobs");
         let log_dir = dir.path().join("logs");
         std::fs::create_dir_all(&log_dir)?;
@@ -217,7 +243,10 @@ impl Rig {
             tenant,
             blob_dir,
             log_dir,
-            dir: KeepOnFailure { dir: Some(dir), note: format!("[{name}] database {}", db_name) },
+            dir: KeepOnFailure {
+                dir: Some(dir),
+                note: format!("[{name}] database {}", db_name),
+            },
             spawned: AtomicUsize::new(0),
         })
     }
@@ -256,7 +285,12 @@ impl Rig {
             .stderr(out)
             .spawn()
             .with_context(|| format!("starting {BIN} {args:?}"))?;
-        Ok(Proc { label: label.to_owned(), child, log, exited: None })
+        Ok(Proc {
+            label: label.to_owned(),
+            child,
+            log,
+            exited: None,
+        })
     }
 
     /// A role process with extra settings (`role` is `dispatcher`, `worker`, `reconciler`, `all`).
@@ -266,7 +300,10 @@ impl Rig {
 
     /// Runs an operator command to completion and returns its stdout.
     pub fn cli(&self, args: &[&str]) -> Result<String> {
-        let out = self.command(args, &[]).output().with_context(|| format!("running ironclad {args:?}"))?;
+        let out = self
+            .command(args, &[])
+            .output()
+            .with_context(|| format!("running ironclad {args:?}"))?;
         ensure!(
             out.status.success(),
             "ironclad {args:?} failed ({}): {}",
@@ -279,8 +316,15 @@ impl Rig {
     /// Creates an operator API key for the rig's tenant with the real CLI; the raw key is the
     /// last line of stdout.
     pub fn operator_key(&self) -> Result<String> {
-        let out = self.cli(&["apikey", "create", "--tenant", self.name, "--role", "operator"])?;
-        let key = out.lines().last().map(str::trim).unwrap_or_default().to_owned();
+        let out = self.cli(&[
+            "apikey", "create", "--tenant", self.name, "--role", "operator",
+        ])?;
+        let key = out
+            .lines()
+            .last()
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned();
         ensure!(!key.is_empty(), "apikey create printed no key");
         Ok(key)
     }
@@ -291,7 +335,10 @@ impl Rig {
         let case_id = CaseId::new();
         let mut sources = Vec::with_capacity(files);
         for i in 0..files {
-            let bytes = ironclad_documents::fixtures::pdf_with_pages(1, &format!("chaos case {case_id} file {i}"));
+            let bytes = ironclad_documents::fixtures::pdf_with_pages(
+                1,
+                &format!("chaos case {case_id} file {i}"),
+            );
             let mut w = self.blobs.writer().await?;
             w.write(&bytes).await?;
             let stored = w.finish().await?;
@@ -318,7 +365,10 @@ impl Rig {
             actor: "test:chaos".into(),
             response: serde_json::json!({ "case_id": case_id }),
         };
-        ensure!(self.db.store.commit_intake(&case).await? == IntakeOutcome::Created, "intake refused");
+        ensure!(
+            self.db.store.commit_intake(&case).await? == IntakeOutcome::Created,
+            "intake refused"
+        );
         Ok(case_id)
     }
 
@@ -326,7 +376,10 @@ impl Rig {
 
     /// `SELECT count(*) …` (or any single bigint).
     pub async fn count(&self, sql: &'static str) -> Result<i64> {
-        sqlx::query_scalar(sql).fetch_one(self.db.store.pool()).await.with_context(|| format!("query: {sql}"))
+        sqlx::query_scalar(sql)
+            .fetch_one(self.db.store.pool())
+            .await
+            .with_context(|| format!("query: {sql}"))
     }
 
     /// The job rows, oldest first.
@@ -340,15 +393,21 @@ impl Rig {
 
     /// One job.
     pub async fn job(&self, id: Uuid) -> Result<JobRow> {
-        self.jobs().await?.into_iter().find(|j| j.id == id).with_context(|| format!("no job {id}"))
+        self.jobs()
+            .await?
+            .into_iter()
+            .find(|j| j.id == id)
+            .with_context(|| format!("no job {id}"))
     }
 
     /// Ids of the jobs RUNNING under the consumer of process `pid` (`<hostname>-<pid>`).
     pub async fn running_under(&self, pid: u32) -> Result<Vec<Uuid>> {
-        Ok(sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'RUNNING' AND lease_owner LIKE $1 ORDER BY id")
-            .bind(format!("%-{pid}"))
-            .fetch_all(self.db.store.pool())
-            .await?)
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM jobs WHERE status = 'RUNNING' AND lease_owner LIKE $1 ORDER BY id",
+        )
+        .bind(format!("%-{pid}"))
+        .fetch_all(self.db.store.pool())
+        .await?)
     }
 
     /// A one-line picture of the pipeline, for failure messages.
@@ -371,7 +430,10 @@ SELECT
             Err(e) => format!("(database unreadable: {e})"),
         };
         let redis = match (self.stream_len().await, self.pending().await) {
-            (Ok(len), Ok(p)) => format!("stream len {len}, pending {} (oldest idle {} ms)", p.count, p.oldest_idle_ms),
+            (Ok(len), Ok(p)) => format!(
+                "stream len {len}, pending {} (oldest idle {} ms)",
+                p.count, p.oldest_idle_ms
+            ),
             (Err(e), _) | (_, Err(e)) => format!("(redis unreadable: {e})"),
         };
         format!("{db}; {redis}")
@@ -380,7 +442,12 @@ SELECT
     /// Polls until `n` cases are AWAITING_REVIEW; fails at once, with the reasons, if a case
     /// FAILED (a technical failure is never an acceptable outcome of these scenarios).
     /// `tolerate_db_errors` lets the poll ride out a PostgreSQL restart.
-    pub async fn wait_decided(&self, n: i64, timeout: Duration, tolerate_db_errors: bool) -> Result<()> {
+    pub async fn wait_decided(
+        &self,
+        n: i64,
+        timeout: Duration,
+        tolerate_db_errors: bool,
+    ) -> Result<()> {
         let waited = wait_for(&format!("{n} case(s) AWAITING_REVIEW"), timeout, || async {
             let counts: Result<(i64, i64, Option<String>), sqlx::Error> = sqlx::query_as(
                 "SELECT count(*) FILTER (WHERE status = 'AWAITING_REVIEW'), count(*) FILTER (WHERE status = 'FAILED'),
@@ -406,8 +473,17 @@ SELECT
     }
 
     /// Polls until `sql` (a single bigint) equals `want`.
-    pub async fn wait_count(&self, what: &str, sql: &'static str, want: i64, timeout: Duration) -> Result<()> {
-        let waited = wait_for(what, timeout, || async { Ok((self.count(sql).await? == want).then_some(())) }).await;
+    pub async fn wait_count(
+        &self,
+        what: &str,
+        sql: &'static str,
+        want: i64,
+        timeout: Duration,
+    ) -> Result<()> {
+        let waited = wait_for(what, timeout, || async {
+            Ok((self.count(sql).await? == want).then_some(()))
+        })
+        .await;
         match waited {
             Ok(()) => Ok(()),
             Err(e) => Err(e.context(self.snapshot().await)),
@@ -422,8 +498,9 @@ SELECT
         let cfg = StreamConfig::with_prefix(&self.prefix);
         let client = redis::Client::open(self.redis_url.as_str())?;
         let mut conn = client.get_multiplexed_async_connection().await?;
-        let pending: redis::RedisResult<StreamPendingCountReply> =
-            conn.xpending_count(&cfg.stream, &cfg.group, "-", "+", 1000).await;
+        let pending: redis::RedisResult<StreamPendingCountReply> = conn
+            .xpending_count(&cfg.stream, &cfg.group, "-", "+", 1000)
+            .await;
         let pending = match pending {
             Ok(p) => p,
             Err(e) if e.code() == Some("NOGROUP") => return Ok(Vec::new()),
@@ -435,7 +512,12 @@ SELECT
             for message in range.ids {
                 let body: String = message.get("m").context("stream entry without field m")?;
                 let envelope: serde_json::Value = serde_json::from_str(&body)?;
-                jobs.push(envelope["job_id"].as_str().context("message without job_id")?.parse()?);
+                jobs.push(
+                    envelope["job_id"]
+                        .as_str()
+                        .context("message without job_id")?
+                        .parse()?,
+                );
             }
         }
         Ok(jobs)
@@ -493,7 +575,10 @@ SELECT
         for (what, sql, want) in checks {
             let got = self.count(sql).await?;
             if got != *want {
-                bail!("{what}: expected {want}, found {got}\n{}", self.snapshot().await);
+                bail!(
+                    "{what}: expected {want}, found {got}\n{}",
+                    self.snapshot().await
+                );
             }
         }
         Ok(())
@@ -582,7 +667,9 @@ pub struct JobRow {
 impl JobRow {
     /// Whether the consumer of process `pid` claimed it last.
     pub fn owned_by(&self, pid: u32) -> bool {
-        self.lease_owner.as_deref().is_some_and(|o| o.ends_with(&format!("-{pid}")))
+        self.lease_owner
+            .as_deref()
+            .is_some_and(|o| o.ends_with(&format!("-{pid}")))
     }
 }
 
@@ -601,14 +688,21 @@ impl Api {
         Ok(Self {
             base: format!("http://127.0.0.1:{port}"),
             key: rig.operator_key()?,
-            client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()?,
         })
     }
 
     /// Waits for `/healthz` to answer (the process is up and listening).
     pub async fn wait_live(&self, timeout: Duration) -> Result<()> {
         wait_for("the API to answer /healthz", timeout, || async {
-            let ok = self.client.get(format!("{}/healthz", self.base)).send().await.map(|r| r.status().is_success());
+            let ok = self
+                .client
+                .get(format!("{}/healthz", self.base))
+                .send()
+                .await
+                .map(|r| r.status().is_success());
             Ok(ok.unwrap_or(false).then_some(()))
         })
         .await
@@ -617,8 +711,10 @@ impl Api {
     /// `POST /v1/cases` with one small PDF; returns the case id from the 201.
     pub async fn submit_pdf(&self, text: &str) -> Result<Uuid> {
         let pdf = ironclad_documents::fixtures::pdf_with_pages(1, text);
-        let form =
-            reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(pdf).file_name("invoice.pdf"));
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(pdf).file_name("invoice.pdf"),
+        );
         let response = self
             .client
             .post(format!("{}/v1/cases", self.base))
@@ -640,14 +736,22 @@ fn tail(path: &std::path::Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     let from = all.len().saturating_sub(lines);
-    format!("--- last {} line(s) of {} ---\n{}", all.len() - from, path.display(), all[from..].join("\n"))
+    format!(
+        "--- last {} line(s) of {} ---\n{}",
+        all.len() - from,
+        path.display(),
+        all[from..].join("\n")
+    )
 }
 
 /// Submits `n` one-PDF cases through the API, labelled for the logs.
 pub async fn submit_cases(api: &Api, label: &str, n: usize) -> Result<Vec<Uuid>> {
     let mut ids = Vec::with_capacity(n);
     for i in 0..n {
-        ids.push(api.submit_pdf(&format!("{label} case {i} {}", Uuid::new_v4())).await?);
+        ids.push(
+            api.submit_pdf(&format!("{label} case {i} {}", Uuid::new_v4()))
+                .await?,
+        );
     }
     Ok(ids)
 }

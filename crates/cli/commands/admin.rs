@@ -68,13 +68,19 @@ pub async fn apikey(c: &Connections, cmd: ApiKeyCommand) -> anyhow::Result<ExitC
     let store = connect_store(c).await?;
     match cmd {
         ApiKeyCommand::Create { tenant, role } => {
-            let role: Role = role.parse().map_err(|e| anyhow::anyhow!("{e} (use operator, reviewer or admin)"))?;
-            let tenant_id = store
-                .tenant_by_name(&tenant)
-                .await?
-                .with_context(|| format!("no tenant named {tenant:?}; create it with `ironclad tenant create {tenant}`"))?;
+            let role: Role = role
+                .parse()
+                .map_err(|e| anyhow::anyhow!("{e} (use operator, reviewer or admin)"))?;
+            let tenant_id = store.tenant_by_name(&tenant).await?.with_context(|| {
+                format!(
+                    "no tenant named {tenant:?}; create it with `ironclad tenant create {tenant}`"
+                )
+            })?;
             let key = store.create_api_key(tenant_id, role).await?;
-            eprintln!("API key {} created for tenant {tenant} with role {role}; it is shown only now:", key.id);
+            eprintln!(
+                "API key {} created for tenant {tenant} with role {role}; it is shown only now:",
+                key.id
+            );
             println!("{}", key.raw);
         }
     }
@@ -87,7 +93,10 @@ pub async fn requeue(c: &Connections, args: RequeueArgs) -> anyhow::Result<ExitC
     let outbox = store.outbox_requeue_dead().await?;
     let jobs = store.requeue_dead_lettered_jobs("operator:cli").await?;
     if args.json {
-        println!("{}", serde_json::json!({ "outbox_rows": outbox, "jobs": jobs }));
+        println!(
+            "{}",
+            serde_json::json!({ "outbox_rows": outbox, "jobs": jobs })
+        );
     } else {
         println!("requeued {outbox} dead outbox row(s) and {jobs} dead-lettered job(s)");
     }

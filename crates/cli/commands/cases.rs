@@ -42,7 +42,10 @@ fn short(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         text.to_owned()
     } else {
-        format!("{}…", text.chars().take(max.saturating_sub(1)).collect::<String>())
+        format!(
+            "{}…",
+            text.chars().take(max.saturating_sub(1)).collect::<String>()
+        )
     }
 }
 
@@ -53,26 +56,39 @@ pub async fn list(c: &Connections, args: CasesArgs) -> anyhow::Result<ExitCode> 
         if args.json {
             println!("{}", serde_json::to_string_pretty(&stuck)?);
         } else if stuck.is_empty() {
-            println!("no stuck cases (open and idle for more than {:?})", args.stuck_after);
+            println!(
+                "no stuck cases (open and idle for more than {:?})",
+                args.stuck_after
+            );
         } else {
             println!("{:<36}  {:<11}  {:>7}  REASON", "CASE", "STATUS", "IDLE");
             for s in stuck {
-                println!("{:<36}  {:<11}  {:>6}s  {}", s.case.id, s.case.status, s.idle_seconds, s.reason);
+                println!(
+                    "{:<36}  {:<11}  {:>6}s  {}",
+                    s.case.id, s.case.status, s.idle_seconds, s.reason
+                );
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(status) = &args.status {
-        status
-            .parse::<CaseStatus>()
-            .map_err(|e| anyhow::anyhow!("{e}; statuses: INGESTED, PROCESSING, AWAITING_REVIEW, RESOLVED, FAILED"))?;
+        status.parse::<CaseStatus>().map_err(|e| {
+            anyhow::anyhow!(
+                "{e}; statuses: INGESTED, PROCESSING, AWAITING_REVIEW, RESOLVED, FAILED"
+            )
+        })?;
     }
-    let cases = store.list_cases(None, args.status.as_deref(), None, args.limit).await?;
+    let cases = store
+        .list_cases(None, args.status.as_deref(), None, args.limit)
+        .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&cases)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<36}  {:<15}  {:<20}  {:<20}  REASON", "CASE", "STATUS", "REFERENCE", "CREATED");
+    println!(
+        "{:<36}  {:<15}  {:<20}  {:<20}  REASON",
+        "CASE", "STATUS", "REFERENCE", "CREATED"
+    );
     for case in cases {
         println!(
             "{:<36}  {:<15}  {:<20}  {:<20}  {}",
@@ -87,7 +103,10 @@ pub async fn list(c: &Connections, args: CasesArgs) -> anyhow::Result<ExitCode> 
 }
 
 pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
-    let id: CaseId = args.id.parse().with_context(|| format!("{:?} is not a case id", args.id))?;
+    let id: CaseId = args
+        .id
+        .parse()
+        .with_context(|| format!("{:?} is not a case id", args.id))?;
     let store = connect_store(c).await?;
     let Some(case) = store.case_detail(None, id).await? else {
         anyhow::bail!("no case {id}");
@@ -98,13 +117,30 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
     }
     let c = &case.case;
     println!("case       {}", c.id);
-    println!("status     {}{}", c.status, c.status_reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default());
-    println!("reference  {}", c.external_reference.as_deref().unwrap_or("-"));
+    println!(
+        "status     {}{}",
+        c.status,
+        c.status_reason
+            .as_ref()
+            .map(|r| format!(" — {r}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "reference  {}",
+        c.external_reference.as_deref().unwrap_or("-")
+    );
     println!("generation {}", c.generation);
     println!("created    {}", c.created_at);
     println!("\nsources:");
     for s in &case.sources {
-        println!("  {}  {:<30} {:<16} {:>3} page(s)  {}", s.id, short(&s.filename, 30), s.media_type, s.pages, &s.sha256[..12]);
+        println!(
+            "  {}  {:<30} {:<16} {:>3} page(s)  {}",
+            s.id,
+            short(&s.filename, 30),
+            s.media_type,
+            s.pages,
+            &s.sha256[..12]
+        );
     }
     println!("\njobs:");
     for j in &case.jobs {
@@ -115,7 +151,10 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
             j.status,
             j.attempt,
             j.max_attempts,
-            j.last_error.as_ref().map(|e| format!("  last error: {}", short(e, 80))).unwrap_or_default()
+            j.last_error
+                .as_ref()
+                .map(|e| format!("  last error: {}", short(e, 80)))
+                .unwrap_or_default()
         );
     }
     if !case.pages.is_empty() {
@@ -143,19 +182,34 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
             s.source_id,
             s.doc_type.as_deref().unwrap_or("UNKNOWN"),
             s.confidence,
-            s.reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default()
+            s.reason
+                .as_ref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default()
         );
         for f in &s.facts {
-            let value = f.value.as_ref().map(|v| v["value"].to_string()).unwrap_or_else(|| "(none)".into());
+            let value = f
+                .value
+                .as_ref()
+                .map(|v| v["value"].to_string())
+                .unwrap_or_else(|| "(none)".into());
             println!(
                 "  {:<20} {:<30} raw {:<22} page {:<3} confidence {}{}{}",
                 f.field,
                 short(&value, 30),
                 format!("{:?}", f.raw_text.as_deref().unwrap_or("")),
-                f.page.map(|p| (p + 1).to_string()).unwrap_or_else(|| "-".into()),
-                f.confidence.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+                f.page
+                    .map(|p| (p + 1).to_string())
+                    .unwrap_or_else(|| "-".into()),
+                f.confidence
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "-".into()),
                 if f.conflict { "  CONFLICT" } else { "" },
-                if f.missing { "  MISSING (required)" } else { "" }
+                if f.missing {
+                    "  MISSING (required)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -165,7 +219,13 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
     }
     println!("\nhistory:");
     for a in &case.audit {
-        println!("  {}  {:<20} {:<22} {}", a.created_at.format("%H:%M:%S%.3f"), a.event_type, a.actor, a.data);
+        println!(
+            "  {}  {:<20} {:<22} {}",
+            a.created_at.format("%H:%M:%S%.3f"),
+            a.event_type,
+            a.actor,
+            a.data
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

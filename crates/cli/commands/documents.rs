@@ -65,10 +65,13 @@ pub struct ExtractArgs {
 
 fn read_workflow(path: Option<&Path>) -> anyhow::Result<(String, Workflow)> {
     let yaml = match path {
-        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
+        }
         None => DEFAULT_WORKFLOW_YAML.to_owned(),
     };
-    let workflow = Workflow::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
+    let workflow =
+        Workflow::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
     Ok((yaml, workflow))
 }
 
@@ -77,7 +80,12 @@ pub async fn workflow(c: &Connections, cmd: WorkflowCommand) -> anyhow::Result<E
         WorkflowCommand::Validate { file } => {
             let (_, wf) = read_workflow(Some(&file))?;
             let spec = wf.spec();
-            println!("{}: valid workflow {:?} with {} document type(s)", file.display(), spec.name, spec.document_types.len());
+            println!(
+                "{}: valid workflow {:?} with {} document type(s)",
+                file.display(),
+                spec.name,
+                spec.document_types.len()
+            );
             for t in &spec.document_types {
                 println!("  {:<24} {} field(s)", t.id, t.fields.len());
             }
@@ -91,7 +99,11 @@ pub async fn workflow(c: &Connections, cmd: WorkflowCommand) -> anyhow::Result<E
                 "workflow {} version {} {}",
                 version.name,
                 version.version,
-                if created { "stored" } else { "already stored (same content)" }
+                if created {
+                    "stored"
+                } else {
+                    "already stored (same content)"
+                }
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -103,7 +115,10 @@ fn template_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let path = entry?.path();
         if path.is_dir() {
             template_files(&path, out)?;
-        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yml" | "yaml" | "json")) {
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yml" | "yaml" | "json")
+        ) {
             out.push(path);
         }
     }
@@ -121,7 +136,10 @@ fn load_templates(dir: &Path) -> anyhow::Result<(Vec<Template>, Refused)> {
     let mut ok = Vec::new();
     let mut failed = Vec::new();
     for f in files {
-        match std::fs::read_to_string(&f).map_err(|e| e.to_string()).and_then(|t| Template::from_yaml(&t).map_err(|e| e.to_string())) {
+        match std::fs::read_to_string(&f)
+            .map_err(|e| e.to_string())
+            .and_then(|t| Template::from_yaml(&t).map_err(|e| e.to_string()))
+        {
             Ok(t) => ok.push(t),
             Err(e) => failed.push((f, e)),
         }
@@ -133,8 +151,14 @@ pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
     let TemplatesCommand::Import { dir, json } = cmd;
     let (ok, failed) = load_templates(&dir)?;
     if json {
-        let failed: Vec<_> = failed.iter().map(|(f, e)| serde_json::json!({"file": f, "error": e})).collect();
-        println!("{}", serde_json::json!({"loaded": ok.len(), "failed": failed}));
+        let failed: Vec<_> = failed
+            .iter()
+            .map(|(f, e)| serde_json::json!({"file": f, "error": e}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"loaded": ok.len(), "failed": failed})
+        );
     } else {
         println!("{} template(s) loaded, {} refused", ok.len(), failed.len());
         for (f, e) in &failed {
@@ -146,7 +170,11 @@ pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn method(m: ReadMethod) -> &'static str {
@@ -163,7 +191,13 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         Some(dir) => load_templates(dir)?.0,
         None => Vec::new(),
     };
-    let reader = std::sync::Arc::new(PageReader::new(ReadOptions { languages: args.languages.clone(), ..ReadOptions::default() }, None));
+    let reader = std::sync::Arc::new(PageReader::new(
+        ReadOptions {
+            languages: args.languages.clone(),
+            ..ReadOptions::default()
+        },
+        None,
+    ));
     let mut code = ExitCode::SUCCESS;
     for file in &args.files {
         let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
@@ -173,16 +207,21 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             continue;
         };
         let r = reader.clone();
-        let pages: Vec<PageText> = match tokio::task::spawn_blocking(move || r.read_bytes(&bytes, media)).await? {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("{}: {e}", file.display());
-                code = ExitCode::from(2);
-                continue;
-            }
-        };
+        let pages: Vec<PageText> =
+            match tokio::task::spawn_blocking(move || r.read_bytes(&bytes, media)).await? {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("{}: {e}", file.display());
+                    code = ExitCode::from(2);
+                    continue;
+                }
+            };
         let analysis = ironclad_extract::analyze(&workflow, &pages);
-        let full_text: String = pages.iter().map(|p| p.text()).collect::<Vec<_>>().join("\n");
+        let full_text: String = pages
+            .iter()
+            .map(|p| p.text())
+            .collect::<Vec<_>>()
+            .join("\n");
         let template = extract_with_templates(&templates, &full_text);
         if args.json {
             println!(
@@ -194,17 +233,29 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             );
             continue;
         }
-        println!("== {} ({}, {} page(s))", file.display(), media.as_str(), pages.len());
+        println!(
+            "== {} ({}, {} page(s))",
+            file.display(),
+            media.as_str(),
+            pages.len()
+        );
         for (p, class) in pages.iter().zip(&analysis.pages) {
             println!(
                 "-- page {} read by {} (confidence {:.2}{}) — {}",
                 p.index + 1,
                 method(p.method),
                 p.confidence,
-                if p.rotation != 0 { format!(", rotated {}°", p.rotation) } else { String::new() },
+                if p.rotation != 0 {
+                    format!(", rotated {}°", p.rotation)
+                } else {
+                    String::new()
+                },
                 match &class.doc_type {
                     Some(t) => format!("{t} ({:.2})", class.confidence),
-                    None => format!("UNKNOWN: {}", class.reason.as_deref().unwrap_or("no reason")),
+                    None => format!(
+                        "UNKNOWN: {}",
+                        class.reason.as_deref().unwrap_or("no reason")
+                    ),
                 }
             );
             for line in p.text().lines() {
@@ -212,7 +263,12 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             }
         }
         for s in &analysis.segments {
-            let pages: Vec<String> = s.segment.pages.iter().map(|p| (p + 1).to_string()).collect();
+            let pages: Vec<String> = s
+                .segment
+                .pages
+                .iter()
+                .map(|p| (p + 1).to_string())
+                .collect();
             println!(
                 "segment pages {}: {} (confidence {:.2})",
                 pages.join(","),

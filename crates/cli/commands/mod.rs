@@ -17,8 +17,12 @@ pub fn init_logging(role: bool) {
     use tracing_subscriber::EnvFilter;
     let default = if role { "info" } else { "warn" };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let json = std::env::var("IRONCLAD_LOG_FORMAT").map(|f| f != "text").unwrap_or(role);
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let json = std::env::var("IRONCLAD_LOG_FORMAT")
+        .map(|f| f != "text")
+        .unwrap_or(role);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
         builder.json().with_current_span(false).init();
     } else {

@@ -6,10 +6,10 @@ use anyhow::Context;
 use ironclad_api::{ApiConfig, AppState, IntakeLimits};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
-use metrics_exporter_prometheus::Matcher;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::{Dispatcher, Reconciler, Worker};
 use ironclad_store::Store;
+use metrics_exporter_prometheus::Matcher;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,19 +27,49 @@ pub struct Roles {
 
 impl Roles {
     pub fn all() -> Self {
-        Self { api: true, dispatcher: true, worker: true, reconciler: true, migrate: true }
+        Self {
+            api: true,
+            dispatcher: true,
+            worker: true,
+            reconciler: true,
+            migrate: true,
+        }
     }
     pub fn only_api() -> Self {
-        Self { api: true, dispatcher: false, worker: false, reconciler: false, migrate: false }
+        Self {
+            api: true,
+            dispatcher: false,
+            worker: false,
+            reconciler: false,
+            migrate: false,
+        }
     }
     pub fn only_dispatcher() -> Self {
-        Self { api: false, dispatcher: true, worker: false, reconciler: false, migrate: false }
+        Self {
+            api: false,
+            dispatcher: true,
+            worker: false,
+            reconciler: false,
+            migrate: false,
+        }
     }
     pub fn only_worker() -> Self {
-        Self { api: false, dispatcher: false, worker: true, reconciler: false, migrate: false }
+        Self {
+            api: false,
+            dispatcher: false,
+            worker: true,
+            reconciler: false,
+            migrate: false,
+        }
     }
     pub fn only_reconciler() -> Self {
-        Self { api: false, dispatcher: false, worker: false, reconciler: true, migrate: false }
+        Self {
+            api: false,
+            dispatcher: false,
+            worker: false,
+            reconciler: true,
+            migrate: false,
+        }
     }
 }
 
@@ -47,7 +77,10 @@ impl Roles {
 /// with the reason rather than crash-looping.
 const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
 
-async fn with_patience<T, E: std::fmt::Display, F, Fut>(what: &str, mut attempt: F) -> anyhow::Result<T>
+async fn with_patience<T, E: std::fmt::Display, F, Fut>(
+    what: &str,
+    mut attempt: F,
+) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, E>>,
@@ -87,7 +120,9 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
     };
     // Buckets turn the duration metrics into Prometheus histograms (summaries cannot be
     // aggregated across processes).
-    let buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
+    let buckets = [
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+    ];
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
         .context("configuring metric buckets")?
@@ -99,22 +134,33 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         store.migrate().await.context("applying migrations")?;
     }
     let streams = stream_config(c, s);
-    let queue = with_patience(&format!("Redis at {}", redact(&c.redis_url)), || Queue::connect(&c.redis_url, streams.clone())).await?;
-    std::fs::create_dir_all(&s.blob_dir).with_context(|| format!("creating blob directory {}", s.blob_dir.display()))?;
-    let blobs = BlobStore::open(&s.blob_dir).with_context(|| format!("opening blob store {}", s.blob_dir.display()))?;
+    let queue = with_patience(&format!("Redis at {}", redact(&c.redis_url)), || {
+        Queue::connect(&c.redis_url, streams.clone())
+    })
+    .await?;
+    std::fs::create_dir_all(&s.blob_dir)
+        .with_context(|| format!("creating blob directory {}", s.blob_dir.display()))?;
+    let blobs = BlobStore::open(&s.blob_dir)
+        .with_context(|| format!("opening blob store {}", s.blob_dir.display()))?;
 
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
 
     if roles.api {
-        let listener = tokio::net::TcpListener::bind(&s.listen).await.with_context(|| format!("binding {}", s.listen))?;
+        let listener = tokio::net::TcpListener::bind(&s.listen)
+            .await
+            .with_context(|| format!("binding {}", s.listen))?;
         tracing::info!(listen = %s.listen, "HTTP API listening");
         let state = AppState {
             store: store.clone(),
             blobs: blobs.clone(),
             queue: Some(queue.clone()),
             config: Arc::new(ApiConfig {
-                limits: IntakeLimits { max_file_bytes: s.max_file_bytes, max_files: s.max_files, max_total_pages: s.max_pages },
+                limits: IntakeLimits {
+                    max_file_bytes: s.max_file_bytes,
+                    max_files: s.max_files,
+                    max_total_pages: s.max_pages,
+                },
                 max_attempts: s.max_attempts,
                 ..ApiConfig::default()
             }),
@@ -123,18 +169,32 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         };
         let stop = shutdown.clone();
         tasks.spawn(async move {
-            if let Err(err) = ironclad_api::serve(listener, state, async move { stop.cancelled().await }).await {
+            if let Err(err) =
+                ironclad_api::serve(listener, state, async move { stop.cancelled().await }).await
+            {
                 tracing::error!(error = %err, "HTTP server stopped");
             }
         });
     }
     if roles.dispatcher {
-        let d = Dispatcher::new(store.clone(), queue.clone(), runtime_config.clone(), faults.clone());
+        let d = Dispatcher::new(
+            store.clone(),
+            queue.clone(),
+            runtime_config.clone(),
+            faults.clone(),
+        );
         tasks.spawn(d.run(shutdown.clone()));
     }
     if roles.worker {
         let processor = build_processor(&store, s).await?;
-        let w = Arc::new(Worker::new(store.clone(), queue.clone(), blobs.clone(), processor, runtime_config.clone(), faults.clone()));
+        let w = Arc::new(Worker::new(
+            store.clone(),
+            queue.clone(),
+            blobs.clone(),
+            processor,
+            runtime_config.clone(),
+            faults.clone(),
+        ));
         tasks.spawn(w.run(shutdown.clone()));
     }
     if roles.reconciler {
@@ -147,8 +207,16 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
     tracing::info!("shutting down: no new work is taken; in-flight jobs get the grace period");
     shutdown.cancel();
     let drain = async { while tasks.join_next().await.is_some() {} };
-    if tokio::time::timeout(runtime_config.shutdown_grace + Duration::from_secs(5), drain).await.is_err() {
-        tracing::warn!("roles did not stop in time; exiting anyway (leases expire and work is rescued)");
+    if tokio::time::timeout(
+        runtime_config.shutdown_grace + Duration::from_secs(5),
+        drain,
+    )
+    .await
+    .is_err()
+    {
+        tracing::warn!(
+            "roles did not stop in time; exiting anyway (leases expire and work is rescued)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -164,38 +232,67 @@ async fn build_processor(
             .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor));
     }
     let yaml = match &s.workflow {
-        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading workflow {}", path.display()))?,
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading workflow {}", path.display()))?,
         None => super::documents::DEFAULT_WORKFLOW_YAML.to_owned(),
     };
-    let workflow = ironclad_extract::Workflow::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
+    let workflow = ironclad_extract::Workflow::from_yaml(&yaml)
+        .map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
     let name = workflow.spec().name.clone();
-    let (version, _) = store.load_workflow(&name, &yaml).await.context("storing the workflow")?;
+    let (version, _) = store
+        .load_workflow(&name, &yaml)
+        .await
+        .context("storing the workflow")?;
     tracing::info!(workflow = %name, version = version.version, "workflow loaded");
-    let mut set = ironclad_runtime::reading::WorkflowSet { default: Some(name.clone()), ..Default::default() };
-    set.by_name.insert(name, ironclad_runtime::reading::LoadedWorkflow { id: version.id, workflow: Arc::new(workflow) });
+    let mut set = ironclad_runtime::reading::WorkflowSet {
+        default: Some(name.clone()),
+        ..Default::default()
+    };
+    set.by_name.insert(
+        name,
+        ironclad_runtime::reading::LoadedWorkflow {
+            id: version.id,
+            workflow: Arc::new(workflow),
+        },
+    );
     let cache: Option<Arc<dyn ironclad_ocr::PageCache>> = match &s.page_cache_dir {
         Some(dir) => Some(Arc::new(
-            ironclad_ocr::DirPageCache::new(dir).with_context(|| format!("opening page cache {}", dir.display()))?,
+            ironclad_ocr::DirPageCache::new(dir)
+                .with_context(|| format!("opening page cache {}", dir.display()))?,
         )),
         None => None,
     };
-    let options = ironclad_ocr::ReadOptions { languages: s.ocr_languages.clone(), ..ironclad_ocr::ReadOptions::default() };
+    let options = ironclad_ocr::ReadOptions {
+        languages: s.ocr_languages.clone(),
+        ..ironclad_ocr::ReadOptions::default()
+    };
     let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
     if s.processor == "openai" {
-        let url = s.provider_url.clone().context("IRONCLAD_PROVIDER_URL is required with IRONCLAD_PROCESSOR=openai")?;
-        let model = s.provider_model.clone().context("IRONCLAD_PROVIDER_MODEL is required with IRONCLAD_PROCESSOR=openai")?;
+        let url = s
+            .provider_url
+            .clone()
+            .context("IRONCLAD_PROVIDER_URL is required with IRONCLAD_PROCESSOR=openai")?;
+        let model = s
+            .provider_model
+            .clone()
+            .context("IRONCLAD_PROVIDER_MODEL is required with IRONCLAD_PROCESSOR=openai")?;
         let mut config = ironclad_provider::ProviderConfig::new(url, model);
         config.api_key = s.provider_key.clone().filter(|k| !k.is_empty());
         config.timeout = s.provider_timeout;
         let provider = ironclad_provider::OpenAiProvider::new(config, reader, set)?;
         return Ok(Arc::new(provider));
     }
-    Ok(Arc::new(ironclad_runtime::reading::ReadingProcessor::new(reader, set)))
+    Ok(Arc::new(ironclad_runtime::reading::ReadingProcessor::new(
+        reader, set,
+    )))
 }
 
 async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {}

@@ -42,12 +42,22 @@ pub struct SubmitArgs {
 const EXIT_CASE_FAILED: u8 = 3;
 
 pub async fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build()?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()?;
     let mut form = reqwest::multipart::Form::new();
     for path in &args.files {
-        let bytes = tokio::fs::read(path).await.with_context(|| format!("reading {}", path.display()))?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
-        form = form.part("file", reqwest::multipart::Part::bytes(bytes).file_name(name));
+        let bytes = tokio::fs::read(path)
+            .await
+            .with_context(|| format!("reading {}", path.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "file".into());
+        form = form.part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name(name),
+        );
     }
     if let Some(r) = &args.external_reference {
         form = form.text("external_reference", r.clone());
@@ -56,23 +66,43 @@ pub async fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         form = form.text("workflow", w.clone());
     }
     let base = args.api.trim_end_matches('/');
-    let mut request = client.post(format!("{base}/v1/cases")).bearer_auth(&args.key).multipart(form);
+    let mut request = client
+        .post(format!("{base}/v1/cases"))
+        .bearer_auth(&args.key)
+        .multipart(form);
     if let Some(k) = &args.idempotency_key {
         request = request.header("Idempotency-Key", k);
     }
-    let response = request.send().await.with_context(|| format!("cannot reach the API at {base}"))?;
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("cannot reach the API at {base}"))?;
     let status = response.status();
-    let body: serde_json::Value = response.json().await.context("the API answered with something other than JSON")?;
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .context("the API answered with something other than JSON")?;
     if !status.is_success() {
-        let message = body["error"]["message"].as_str().unwrap_or("request refused");
-        anyhow::bail!("submission refused ({status}): {message} {}", body["error"]["details"]);
+        let message = body["error"]["message"]
+            .as_str()
+            .unwrap_or("request refused");
+        anyhow::bail!(
+            "submission refused ({status}): {message} {}",
+            body["error"]["details"]
+        );
     }
-    let case_id = body["case_id"].as_str().context("response has no case_id")?.to_owned();
+    let case_id = body["case_id"]
+        .as_str()
+        .context("response has no case_id")?
+        .to_owned();
     if !args.wait {
         if args.json {
             println!("{body}");
         } else {
-            println!("case {case_id} accepted with {} file(s)", body["sources"].as_array().map_or(0, Vec::len));
+            println!(
+                "case {case_id} accepted with {} file(s)",
+                body["sources"].as_array().map_or(0, Vec::len)
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -106,7 +136,9 @@ pub async fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
                     let d = &case["decision"];
                     println!(
                         "case {case_id}: decision v{} {} ({})",
-                        d["version"], d["status"].as_str().unwrap_or("?"), d["summary"].as_str().unwrap_or("")
+                        d["version"],
+                        d["status"].as_str().unwrap_or("?"),
+                        d["summary"].as_str().unwrap_or("")
                     );
                 }
                 return Ok(ExitCode::SUCCESS);
@@ -115,13 +147,22 @@ pub async fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
                 if args.json {
                     println!("{case}");
                 } else {
-                    println!("case {case_id}: FAILED — {}", case["status_reason"].as_str().unwrap_or("no reason recorded"));
+                    println!(
+                        "case {case_id}: FAILED — {}",
+                        case["status_reason"]
+                            .as_str()
+                            .unwrap_or("no reason recorded")
+                    );
                 }
                 return Ok(ExitCode::from(EXIT_CASE_FAILED));
             }
             _ => {}
         }
-        anyhow::ensure!(start.elapsed() < args.timeout, "case {case_id} not decided after {:?} (still {status})", args.timeout);
+        anyhow::ensure!(
+            start.elapsed() < args.timeout,
+            "case {case_id} not decided after {:?} (still {status})",
+            args.timeout
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

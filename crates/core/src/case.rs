@@ -53,7 +53,10 @@ mod tests {
     #[test]
     fn resolved_is_final() {
         for next in CaseStatus::ALL {
-            assert!(!CaseStatus::Resolved.can_become(*next), "RESOLVED -> {next}");
+            assert!(
+                !CaseStatus::Resolved.can_become(*next),
+                "RESOLVED -> {next}"
+            );
         }
     }
 

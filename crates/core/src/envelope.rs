@@ -47,7 +47,13 @@ pub enum EnvelopeError {
 impl Envelope {
     /// A version-1 envelope for a job attempt.
     pub fn new(job_id: JobId, case_id: CaseId, kind: JobKind, attempt: i32) -> Self {
-        Self { v: ENVELOPE_VERSION, job_id, case_id, kind, attempt }
+        Self {
+            v: ENVELOPE_VERSION,
+            job_id,
+            case_id,
+            kind,
+            attempt,
+        }
     }
 
     /// Serialises the envelope (infallible for this shape).
@@ -84,8 +90,14 @@ mod tests {
             assert!(Envelope::parse(body).is_err());
         }
         let future = r#"{"v":2,"job_id":"0190a4a0-0000-7000-8000-000000000000","case_id":"0190a4a0-0000-7000-8000-000000000000","kind":"process_source","attempt":1}"#;
-        assert!(matches!(Envelope::parse(future.as_bytes()), Err(EnvelopeError::UnsupportedVersion(2))));
-        assert!(matches!(Envelope::parse(&vec![b' '; 5000]), Err(EnvelopeError::TooLarge(5000))));
+        assert!(matches!(
+            Envelope::parse(future.as_bytes()),
+            Err(EnvelopeError::UnsupportedVersion(2))
+        ));
+        assert!(matches!(
+            Envelope::parse(&vec![b' '; 5000]),
+            Err(EnvelopeError::TooLarge(5000))
+        ));
     }
 
     #[test]

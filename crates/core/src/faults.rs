@@ -42,7 +42,10 @@ impl FaultPoint {
 
     /// Parses a point name.
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|p| p.as_str() == name.trim())
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|p| p.as_str() == name.trim())
     }
 }
 
@@ -104,7 +107,9 @@ impl Faults {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Armed> {
         // A poisoned lock only means a test thread panicked while arming; the set is still valid.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -117,7 +122,10 @@ mod tests {
         let f = Faults::none();
         assert!(f.check(FaultPoint::WorkerBeforeAck).is_ok());
         f.arm_error(FaultPoint::WorkerBeforeAck);
-        assert_eq!(f.check(FaultPoint::WorkerBeforeAck), Err(InjectedFault(FaultPoint::WorkerBeforeAck)));
+        assert_eq!(
+            f.check(FaultPoint::WorkerBeforeAck),
+            Err(InjectedFault(FaultPoint::WorkerBeforeAck))
+        );
         assert!(f.check(FaultPoint::WorkerBeforeProcess).is_ok());
         f.disarm(FaultPoint::WorkerBeforeAck);
         assert!(f.check(FaultPoint::WorkerBeforeAck).is_ok());

@@ -75,7 +75,10 @@ pub enum IdempotencyKeyError {
     #[error("idempotency key is empty")]
     Empty,
     /// The key was longer than [`IdempotencyKey::MAX_LEN`].
-    #[error("idempotency key is longer than {} characters", IdempotencyKey::MAX_LEN)]
+    #[error(
+        "idempotency key is longer than {} characters",
+        IdempotencyKey::MAX_LEN
+    )]
     TooLong,
     /// The key held a character outside visible ASCII.
     #[error("idempotency key must be visible ASCII characters")]
@@ -114,9 +117,18 @@ mod tests {
     #[test]
     fn idempotency_key_limits() {
         assert_eq!(IdempotencyKey::parse(""), Err(IdempotencyKeyError::Empty));
-        assert_eq!(IdempotencyKey::parse(&"a".repeat(256)), Err(IdempotencyKeyError::TooLong));
-        assert_eq!(IdempotencyKey::parse("a b"), Err(IdempotencyKeyError::BadCharacter));
-        assert_eq!(IdempotencyKey::parse("order-42").map(|k| k.as_str().to_owned()), Ok("order-42".into()));
+        assert_eq!(
+            IdempotencyKey::parse(&"a".repeat(256)),
+            Err(IdempotencyKeyError::TooLong)
+        );
+        assert_eq!(
+            IdempotencyKey::parse("a b"),
+            Err(IdempotencyKeyError::BadCharacter)
+        );
+        assert_eq!(
+            IdempotencyKey::parse("order-42").map(|k| k.as_str().to_owned()),
+            Ok("order-42".into())
+        );
     }
 
     proptest! {

@@ -72,13 +72,19 @@ mod tests {
     #[test]
     fn running_is_the_only_way_to_succeed() {
         for from in JobStatus::ALL {
-            assert_eq!(from.can_become(JobStatus::Succeeded), *from == JobStatus::Running);
+            assert_eq!(
+                from.can_become(JobStatus::Succeeded),
+                *from == JobStatus::Running
+            );
         }
     }
 
     #[test]
     fn kinds_spell_as_in_sql() {
         assert_eq!(JobKind::ProcessSource.as_str(), "process_source");
-        assert_eq!("finalize_case".parse::<JobKind>().ok(), Some(JobKind::FinalizeCase));
+        assert_eq!(
+            "finalize_case".parse::<JobKind>().ok(),
+            Some(JobKind::FinalizeCase)
+        );
     }
 }

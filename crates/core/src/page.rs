@@ -31,7 +31,13 @@ impl BBox {
 
     /// Clamps every edge into 0..=1 and orders the edges.
     pub fn normalized(self) -> BBox {
-        let c = |v: f32| if v.is_finite() { v.clamp(0.0, 1.0) } else { 0.0 };
+        let c = |v: f32| {
+            if v.is_finite() {
+                v.clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        };
         BBox {
             x0: c(self.x0.min(self.x1)),
             y0: c(self.y0.min(self.y1)),
@@ -104,7 +110,12 @@ mod tests {
     use super::*;
 
     fn word(text: &str, line: u32) -> Word {
-        Word { text: text.into(), bbox: BBox::default(), confidence: 1.0, line }
+        Word {
+            text: text.into(),
+            bbox: BBox::default(),
+            confidence: 1.0,
+            line,
+        }
     }
 
     #[test]
@@ -121,9 +132,42 @@ mod tests {
 
     #[test]
     fn boxes_normalize_and_union() {
-        let b = BBox { x0: 0.9, y0: -1.0, x1: 0.1, y1: f32::NAN }.normalized();
-        assert_eq!(b, BBox { x0: 0.1, y0: 0.0, x1: 0.9, y1: 0.0 });
-        let u = BBox { x0: 0.1, y0: 0.1, x1: 0.2, y1: 0.2 }.union(BBox { x0: 0.15, y0: 0.05, x1: 0.3, y1: 0.15 });
-        assert_eq!(u, BBox { x0: 0.1, y0: 0.05, x1: 0.3, y1: 0.2 });
+        let b = BBox {
+            x0: 0.9,
+            y0: -1.0,
+            x1: 0.1,
+            y1: f32::NAN,
+        }
+        .normalized();
+        assert_eq!(
+            b,
+            BBox {
+                x0: 0.1,
+                y0: 0.0,
+                x1: 0.9,
+                y1: 0.0
+            }
+        );
+        let u = BBox {
+            x0: 0.1,
+            y0: 0.1,
+            x1: 0.2,
+            y1: 0.2,
+        }
+        .union(BBox {
+            x0: 0.15,
+            y0: 0.05,
+            x1: 0.3,
+            y1: 0.15,
+        });
+        assert_eq!(
+            u,
+            BBox {
+                x0: 0.1,
+                y0: 0.05,
+                x1: 0.3,
+                y1: 0.2
+            }
+        );
     }
 }

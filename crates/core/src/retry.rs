@@ -84,24 +84,46 @@ mod tests {
 
     #[test]
     fn default_schedule_without_jitter() {
-        let p = RetryPolicy { jitter: 0.0, ..RetryPolicy::default() };
+        let p = RetryPolicy {
+            jitter: 0.0,
+            ..RetryPolicy::default()
+        };
         let secs: Vec<u64> = (1..=6).map(|r| p.delay(r, 0.5).as_secs()).collect();
         assert_eq!(secs, vec![30, 120, 600, 3600, 3600, 3600]);
     }
 
     #[test]
     fn gives_up_at_max_attempts() {
-        let p = RetryPolicy { max_attempts: 3, ..RetryPolicy::default() };
-        assert!(matches!(p.after_failure(1, 0.0), RetryVerdict::RetryAfter(_)));
-        assert!(matches!(p.after_failure(2, 0.0), RetryVerdict::RetryAfter(_)));
+        let p = RetryPolicy {
+            max_attempts: 3,
+            ..RetryPolicy::default()
+        };
+        assert!(matches!(
+            p.after_failure(1, 0.0),
+            RetryVerdict::RetryAfter(_)
+        ));
+        assert!(matches!(
+            p.after_failure(2, 0.0),
+            RetryVerdict::RetryAfter(_)
+        ));
         assert_eq!(p.after_failure(3, 0.0), RetryVerdict::GiveUp);
         assert_eq!(p.after_failure(9, 0.0), RetryVerdict::GiveUp);
     }
 
     #[test]
     fn validate_refuses_nonsense() {
-        assert!(RetryPolicy { max_attempts: 0, ..RetryPolicy::default() }.validate().is_err());
-        assert!(RetryPolicy { delays: vec![], ..RetryPolicy::default() }.validate().is_err());
+        assert!(RetryPolicy {
+            max_attempts: 0,
+            ..RetryPolicy::default()
+        }
+        .validate()
+        .is_err());
+        assert!(RetryPolicy {
+            delays: vec![],
+            ..RetryPolicy::default()
+        }
+        .validate()
+        .is_err());
         assert!(RetryPolicy::default().validate().is_ok());
     }
 

@@ -29,7 +29,12 @@ impl WorkflowSet {
     /// an error message for a terminal failure.
     pub fn resolve(&self, requested: Option<&str>) -> Result<Option<LoadedWorkflow>, String> {
         match requested.or(self.default.as_deref()) {
-            Some(name) => self.by_name.get(name).cloned().map(Some).ok_or_else(|| format!("unknown workflow {name:?}")),
+            Some(name) => self
+                .by_name
+                .get(name)
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| format!("unknown workflow {name:?}")),
             None => Ok(None),
         }
     }

@@ -15,7 +15,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-pub use ironclad_documents::workflows::{LoadedWorkflow as WorkflowEntry, WorkflowSet as Workflows};
+pub use ironclad_documents::workflows::{
+    LoadedWorkflow as WorkflowEntry, WorkflowSet as Workflows,
+};
 
 /// A [`DocumentProcessor`] that asks an OpenAI-compatible model for field values and keeps
 /// only those printed in the page text. See the crate documentation.

@@ -106,7 +106,10 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_short_leases_are_refused() {
         assert!(RuntimeConfig::default().validate().is_ok());
-        let bad = RuntimeConfig { lease: Duration::from_secs(5), ..RuntimeConfig::default() };
+        let bad = RuntimeConfig {
+            lease: Duration::from_secs(5),
+            ..RuntimeConfig::default()
+        };
         assert!(bad.validate().is_err());
     }
 }

@@ -40,7 +40,12 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// A dispatcher over `store` and `queue`.
     pub fn new(store: Store, queue: Queue, config: RuntimeConfig, faults: Faults) -> Self {
-        Self { store, queue, config, faults }
+        Self {
+            store,
+            queue,
+            config,
+            faults,
+        }
     }
 
     fn backoff(&self) -> OutboxBackoff {
@@ -53,8 +58,14 @@ impl Dispatcher {
 
     /// Claims, publishes and marks one batch.
     pub async fn tick(&self) -> Result<DispatchReport, RuntimeError> {
-        let (token, batch) = self.store.outbox_claim_batch(self.config.dispatch_batch).await?;
-        let mut report = DispatchReport { claimed: batch.len(), ..DispatchReport::default() };
+        let (token, batch) = self
+            .store
+            .outbox_claim_batch(self.config.dispatch_batch)
+            .await?;
+        let mut report = DispatchReport {
+            claimed: batch.len(),
+            ..DispatchReport::default()
+        };
         if batch.is_empty() {
             return Ok(report);
         }
@@ -62,7 +73,10 @@ impl Dispatcher {
         let bodies: Vec<String> = batch.into_iter().map(|r| r.payload).collect();
         if let Err(err) = self.queue.publish(&bodies).await {
             tracing::warn!(error = %err, rows = ids.len(), "publication failed; releasing the batch with backoff");
-            let (released, dead) = self.store.outbox_release(&ids, token, &err.to_string(), self.backoff()).await?;
+            let (released, dead) = self
+                .store
+                .outbox_release(&ids, token, &err.to_string(), self.backoff())
+                .await?;
             metrics::counter!(m::PUBLISH_FAILURES_TOTAL).increment(released);
             report.released = released;
             report.dead = dead;
@@ -78,19 +92,28 @@ impl Dispatcher {
     pub async fn maintain(&self) -> Result<(u64, u64), RuntimeError> {
         let reset = self
             .store
-            .outbox_reset_stuck(self.config.outbox_lock_timeout, self.config.outbox_max_attempts)
+            .outbox_reset_stuck(
+                self.config.outbox_lock_timeout,
+                self.config.outbox_max_attempts,
+            )
             .await?;
         let mut pruned = 0;
         // Small batches, a bounded number per pass: pruning must never starve publication.
         for _ in 0..10 {
-            let n = self.store.outbox_prune(self.config.outbox_retention, 1000).await?;
+            let n = self
+                .store
+                .outbox_prune(self.config.outbox_retention, 1000)
+                .await?;
             pruned += n;
             if n < 1000 {
                 break;
             }
         }
         if reset > 0 {
-            tracing::warn!(rows = reset, "outbox rows abandoned in PUBLISHING returned to PENDING");
+            tracing::warn!(
+                rows = reset,
+                "outbox rows abandoned in PUBLISHING returned to PENDING"
+            );
         }
         Ok((reset, pruned))
     }

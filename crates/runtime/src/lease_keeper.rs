@@ -17,7 +17,14 @@ pub struct LeaseKeeper {
 
 impl LeaseKeeper {
     /// Starts renewing `job` every `every`, for `lease` each time, touching `message_id`.
-    pub fn start(store: Store, queue: Queue, job: ClaimedJob, message_id: String, lease: Duration, every: Duration) -> Self {
+    pub fn start(
+        store: Store,
+        queue: Queue,
+        job: ClaimedJob,
+        message_id: String,
+        lease: Duration,
+        every: Duration,
+    ) -> Self {
         let stop = CancellationToken::new();
         let lost = Arc::new(AtomicBool::new(false));
         let (stop2, lost2) = (stop.clone(), lost.clone());
@@ -35,7 +42,9 @@ impl LeaseKeeper {
                         return;
                     }
                     // A failed renewal is not a lost lease yet; the next one may succeed.
-                    Err(err) => tracing::warn!(job_id = %job.id, error = %err, "lease renewal failed"),
+                    Err(err) => {
+                        tracing::warn!(job_id = %job.id, error = %err, "lease renewal failed")
+                    }
                 }
                 if let Err(err) = queue.touch(std::slice::from_ref(&message_id)).await {
                     tracing::debug!(job_id = %job.id, error = %err, "message touch failed");

@@ -22,7 +22,10 @@ pub use reconciler::Reconciler;
 pub use worker::Worker;
 
 /// Waits for `d` or until shutdown; returns true when shutting down.
-pub(crate) async fn pause(shutdown: &tokio_util::sync::CancellationToken, d: std::time::Duration) -> bool {
+pub(crate) async fn pause(
+    shutdown: &tokio_util::sync::CancellationToken,
+    d: std::time::Duration,
+) -> bool {
     tokio::select! {
         _ = shutdown.cancelled() => true,
         _ = tokio::time::sleep(d) => false,

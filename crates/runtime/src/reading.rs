@@ -3,7 +3,9 @@
 //! itself spreads one file's pages across its Tesseract threads.
 
 use ironclad_core::page::PageText;
-use ironclad_documents::processor::{DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput};
+use ironclad_documents::processor::{
+    DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
+};
 use ironclad_extract::Analysis;
 use ironclad_ocr::{PageReader, ReadError};
 use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
@@ -29,7 +31,10 @@ impl ReadingProcessor {
 impl DocumentProcessor for ReadingProcessor {
     fn process(&self, input: SourceInput) -> ProcessFuture<'_> {
         Box::pin(async move {
-            let workflow = self.workflows.resolve(input.workflow.as_deref()).map_err(ProcessorError::Terminal)?;
+            let workflow = self
+                .workflows
+                .resolve(input.workflow.as_deref())
+                .map_err(ProcessorError::Terminal)?;
             let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
             let reader = self.reader.clone();
             let bytes = tokio::fs::read(&input.blob_path)
@@ -44,18 +49,23 @@ impl DocumentProcessor for ReadingProcessor {
             }
             let media = input.media_type;
             let wf = workflow.clone();
-            let (pages, analysis) = tokio::task::spawn_blocking(move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
-                let pages = reader.read_bytes(&bytes, media)?;
-                let analysis = wf.map(|w| ironclad_extract::analyze(&w.workflow, &pages));
-                Ok((pages, analysis))
-            })
+            let (pages, analysis) = tokio::task::spawn_blocking(
+                move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
+                    let pages = reader.read_bytes(&bytes, media)?;
+                    let analysis = wf.map(|w| ironclad_extract::analyze(&w.workflow, &pages));
+                    Ok((pages, analysis))
+                },
+            )
             .await
             .map_err(|e| ProcessorError::Terminal(format!("page reading crashed: {e}")))?
             .map_err(|e| match e {
                 ReadError::Terminal(m) => ProcessorError::Terminal(m),
                 ReadError::Retryable(m) => ProcessorError::Retryable(m),
             })?;
-            let ocr_pages = pages.iter().filter(|p| p.method == ironclad_core::page::ReadMethod::Ocr).count();
+            let ocr_pages = pages
+                .iter()
+                .filter(|p| p.method == ironclad_core::page::ReadMethod::Ocr)
+                .count();
             let summary = serde_json::json!({
                 "processor": "reading",
                 "pages": pages.len(),
@@ -148,19 +158,30 @@ pub fn source_results(processed: &ProcessedSource) -> Option<SourceResults> {
                         .iter()
                         .map(|f| FactRow {
                             field: f.field.clone(),
-                            value: f.chosen.as_ref().and_then(|c| serde_json::to_value(&c.value).ok()),
+                            value: f
+                                .chosen
+                                .as_ref()
+                                .and_then(|c| serde_json::to_value(&c.value).ok()),
                             raw_text: f.chosen.as_ref().map(|c| c.raw.clone()),
                             page: f.chosen.as_ref().map(|c| to_i32(c.page)),
-                            bbox: f.chosen.as_ref().and_then(|c| serde_json::to_value(c.bbox).ok()),
+                            bbox: f
+                                .chosen
+                                .as_ref()
+                                .and_then(|c| serde_json::to_value(c.bbox).ok()),
                             confidence: f.chosen.as_ref().map(|c| c.confidence as f32),
                             conflict: f.conflict,
                             missing: f.missing_required,
-                            candidates: serde_json::to_value(&f.candidates).unwrap_or(serde_json::Value::Null),
+                            candidates: serde_json::to_value(&f.candidates)
+                                .unwrap_or(serde_json::Value::Null),
                         })
                         .collect(),
                 })
                 .collect()
         })
         .unwrap_or_default();
-    Some(SourceResults { pages, segments, workflow_id: processed.workflow_id })
+    Some(SourceResults {
+        pages,
+        segments,
+        workflow_id: processed.workflow_id,
+    })
 }

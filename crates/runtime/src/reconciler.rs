@@ -34,19 +34,30 @@ const BATCH: i64 = 1000;
 impl Reconciler {
     /// A reconciler over `store`, sweeping `blobs` for orphans.
     pub fn new(store: Store, blobs: BlobStore, config: RuntimeConfig) -> Self {
-        Self { store, blobs, config }
+        Self {
+            store,
+            blobs,
+            config,
+        }
     }
 
     /// Rescues expired leases and re-announces orphaned due jobs.
     pub async fn sweep(&self) -> Result<SweepReport, RuntimeError> {
         let (rescued, failed) = self.store.rescue_expired_leases(BATCH).await?;
-        let reemitted = self.store.reemit_orphaned_jobs(self.config.reemit_after, BATCH).await?;
+        let reemitted = self
+            .store
+            .reemit_orphaned_jobs(self.config.reemit_after, BATCH)
+            .await?;
         metrics::counter!(m::REEMITTED_TOTAL).increment(reemitted);
         metrics::counter!(m::LEASES_RESCUED_TOTAL).increment(rescued);
         if rescued + failed + reemitted > 0 {
             tracing::info!(rescued, failed, reemitted, "reconciler repaired work");
         }
-        Ok(SweepReport { reemitted, rescued, failed })
+        Ok(SweepReport {
+            reemitted,
+            rescued,
+            failed,
+        })
     }
 
     /// Deletes blobs no source references, older than the grace period.

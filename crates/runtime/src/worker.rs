@@ -13,7 +13,9 @@ use ironclad_blobs::BlobStore;
 use ironclad_core::faults::{FaultPoint, Faults};
 use ironclad_core::retry::RetryVerdict;
 use ironclad_core::{Envelope, JobKind};
-use ironclad_documents::processor::{DocumentProcessor, ProcessedSource, ProcessorError, SourceInput};
+use ironclad_documents::processor::{
+    DocumentProcessor, ProcessedSource, ProcessorError, SourceInput,
+};
 use ironclad_queue::{Delivery, Queue};
 use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, FinalizeOutcome};
 use ironclad_store::{Store, Transition};
@@ -73,7 +75,15 @@ impl Worker {
         faults: Faults,
     ) -> Self {
         let owner = queue.config().consumer.clone();
-        Self { store, queue, blobs, processor, config, faults, owner }
+        Self {
+            store,
+            queue,
+            blobs,
+            processor,
+            config,
+            faults,
+            owner,
+        }
     }
 
     /// Handles one delivery to the end, acknowledging it when its outcome is committed.
@@ -81,21 +91,43 @@ impl Worker {
     pub async fn handle(&self, delivery: &Delivery) -> Result<Handled, RuntimeError> {
         let envelope = match Envelope::parse(&delivery.body) {
             Ok(e) => e,
-            Err(err) => return self.dead_letter(delivery, &format!("unreadable message: {err}")).await,
+            Err(err) => {
+                return self
+                    .dead_letter(delivery, &format!("unreadable message: {err}"))
+                    .await
+            }
         };
         let max = self.queue.config().max_deliveries;
         if delivery.deliveries > max {
-            let reason = format!("delivered {} times (limit {max}) without an outcome", delivery.deliveries);
+            let reason = format!(
+                "delivered {} times (limit {max}) without an outcome",
+                delivery.deliveries
+            );
             // Record the failure first: if that fails, the message stays and we try again.
-            if self.store.fail_dead_lettered(&envelope, &reason, ACTOR).await? == Transition::Applied {
+            if self
+                .store
+                .fail_dead_lettered(&envelope, &reason, ACTOR)
+                .await?
+                == Transition::Applied
+            {
                 metrics::counter!(m::JOBS_FAILED_TOTAL).increment(1);
             }
             return self.dead_letter(delivery, &reason).await;
         }
-        let claim = self.store.claim_job_via(&envelope, Some(&delivery.id), &self.owner, self.config.lease).await?;
+        let claim = self
+            .store
+            .claim_job_via(
+                &envelope,
+                Some(&delivery.id),
+                &self.owner,
+                self.config.lease,
+            )
+            .await?;
         let job = match claim {
             ClaimOutcome::Claimed(job) => job,
-            ClaimOutcome::Refused(refusal) => return self.refused(delivery, &envelope, refusal).await,
+            ClaimOutcome::Refused(refusal) => {
+                return self.refused(delivery, &envelope, refusal).await
+            }
         };
         tracing::info!(job_id = %job.id, case_id = %job.case_id, kind = %job.kind, attempt = job.attempt, "job claimed");
         let started = Instant::now();
@@ -125,12 +157,15 @@ impl Worker {
             JobKind::FinalizeCase => {
                 drop(keeper);
                 match self.store.finalize_case(&job).await? {
-                    FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => Handled::Succeeded,
+                    FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => {
+                        Handled::Succeeded
+                    }
                     FinalizeOutcome::Stale => Handled::LeaseLost,
                 }
             }
         };
-        metrics::histogram!(m::JOB_DURATION_SECONDS, "kind" => job.kind.as_str()).record(started.elapsed().as_secs_f64());
+        metrics::histogram!(m::JOB_DURATION_SECONDS, "kind" => job.kind.as_str())
+            .record(started.elapsed().as_secs_f64());
         if handled == Handled::Succeeded {
             metrics::counter!(m::JOBS_SUCCEEDED_TOTAL).increment(1);
         }
@@ -139,10 +174,19 @@ impl Worker {
         Ok(handled)
     }
 
-    async fn refused(&self, delivery: &Delivery, envelope: &Envelope, refusal: ClaimRefusal) -> Result<Handled, RuntimeError> {
+    async fn refused(
+        &self,
+        delivery: &Delivery,
+        envelope: &Envelope,
+        refusal: ClaimRefusal,
+    ) -> Result<Handled, RuntimeError> {
         match refusal {
             ClaimRefusal::UnknownJob => {
-                self.dead_letter(delivery, &format!("message names job {} which does not exist", envelope.job_id)).await
+                self.dead_letter(
+                    delivery,
+                    &format!("message names job {} which does not exist", envelope.job_id),
+                )
+                .await
             }
             ClaimRefusal::Mismatch => {
                 let reason = format!(
@@ -169,7 +213,11 @@ impl Worker {
         }
     }
 
-    async fn dead_letter(&self, delivery: &Delivery, reason: &str) -> Result<Handled, RuntimeError> {
+    async fn dead_letter(
+        &self,
+        delivery: &Delivery,
+        reason: &str,
+    ) -> Result<Handled, RuntimeError> {
         tracing::warn!(message_id = %delivery.id, reason, "dead-lettering message");
         self.queue.dead_letter(delivery, reason).await?;
         metrics::counter!(m::DEAD_LETTERS_TOTAL).increment(1);
@@ -180,10 +228,14 @@ impl Worker {
     /// of the worker, and a hung processor is bounded by the job timeout.
     async fn run_source_step(&self, job: &ClaimedJob) -> Result<StepOutcome, RuntimeError> {
         let Some(source_id) = job.source_id else {
-            return Ok(StepOutcome::Terminal("process_source job has no source".into()));
+            return Ok(StepOutcome::Terminal(
+                "process_source job has no source".into(),
+            ));
         };
         let Some(source) = self.store.source_record(source_id).await? else {
-            return Ok(StepOutcome::Terminal(format!("source {source_id} not found")));
+            return Ok(StepOutcome::Terminal(format!(
+                "source {source_id} not found"
+            )));
         };
         let blob_path = match self.blobs.path_of(&source.blob_key) {
             Ok(p) => p,
@@ -205,24 +257,36 @@ impl Worker {
         let processor = self.processor.clone();
         let task = tokio::spawn(async move { processor.process(input).await });
         let abort = task.abort_handle();
-        Ok(match tokio::time::timeout(self.config.job_timeout, task).await {
-            Ok(Ok(Ok(processed))) => StepOutcome::Done(Box::new(processed)),
-            Ok(Ok(Err(ProcessorError::Retryable(msg)))) => StepOutcome::Retryable(msg),
-            Ok(Ok(Err(ProcessorError::Terminal(msg)))) => StepOutcome::Terminal(msg),
-            Ok(Err(join)) if join.is_panic() => StepOutcome::Terminal(format!("processor {} panicked", self.processor.name())),
-            Ok(Err(join)) => StepOutcome::Retryable(format!("processor task ended: {join}")),
-            Err(_) => {
-                abort.abort();
-                StepOutcome::Retryable(format!("job timed out after {:?}", self.config.job_timeout))
-            }
-        })
+        Ok(
+            match tokio::time::timeout(self.config.job_timeout, task).await {
+                Ok(Ok(Ok(processed))) => StepOutcome::Done(Box::new(processed)),
+                Ok(Ok(Err(ProcessorError::Retryable(msg)))) => StepOutcome::Retryable(msg),
+                Ok(Ok(Err(ProcessorError::Terminal(msg)))) => StepOutcome::Terminal(msg),
+                Ok(Err(join)) if join.is_panic() => {
+                    StepOutcome::Terminal(format!("processor {} panicked", self.processor.name()))
+                }
+                Ok(Err(join)) => StepOutcome::Retryable(format!("processor task ended: {join}")),
+                Err(_) => {
+                    abort.abort();
+                    StepOutcome::Retryable(format!(
+                        "job timed out after {:?}",
+                        self.config.job_timeout
+                    ))
+                }
+            },
+        )
     }
 
-    async fn commit(&self, job: &ClaimedJob, outcome: StepOutcome) -> Result<Handled, RuntimeError> {
+    async fn commit(
+        &self,
+        job: &ClaimedJob,
+        outcome: StepOutcome,
+    ) -> Result<Handled, RuntimeError> {
         let finalize_attempts = self.config.retry.max_attempts;
         let (transition, handled) = match outcome {
             StepOutcome::Done(processed) => {
-                let result = serde_json::json!({ "pages": processed.pages, "summary": processed.summary });
+                let result =
+                    serde_json::json!({ "pages": processed.pages, "summary": processed.summary });
                 let results = crate::reading::source_results(&processed);
                 let (t, _) = self
                     .store
@@ -242,14 +306,21 @@ impl Worker {
                         (t, Handled::RetryScheduled)
                     }
                     RetryVerdict::GiveUp => {
-                        let reason = format!("attempts exhausted ({}/{}): {msg}", job.attempt, job.max_attempts);
+                        let reason = format!(
+                            "attempts exhausted ({}/{}): {msg}",
+                            job.attempt, job.max_attempts
+                        );
                         (self.fail(job, &reason).await?, Handled::Failed)
                     }
                 }
             }
             StepOutcome::Terminal(msg) => (self.fail(job, &msg).await?, Handled::Failed),
         };
-        Ok(if transition == Transition::Stale { Handled::LeaseLost } else { handled })
+        Ok(if transition == Transition::Stale {
+            Handled::LeaseLost
+        } else {
+            handled
+        })
     }
 
     async fn fail(&self, job: &ClaimedJob, reason: &str) -> Result<Transition, RuntimeError> {
@@ -315,14 +386,21 @@ impl Worker {
                 Err(err) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(error = %err, "reading the stream failed");
-                    if pause(&shutdown, Duration::from_millis(200u64.saturating_mul(1 << failures.min(5)))).await {
+                    if pause(
+                        &shutdown,
+                        Duration::from_millis(200u64.saturating_mul(1 << failures.min(5))),
+                    )
+                    .await
+                    {
                         break;
                     }
                     continue;
                 }
             };
             for delivery in deliveries {
-                let Ok(permit) = permits.clone().acquire_owned().await else { break };
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    break;
+                };
                 let me = self.clone();
                 in_flight.spawn(async move {
                     let _permit = permit;
@@ -333,8 +411,13 @@ impl Worker {
             }
         }
         let drain = async { while in_flight.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.config.shutdown_grace, drain).await.is_err() {
-            tracing::warn!("shutdown grace elapsed; unfinished jobs will be rescued when their lease expires");
+        if tokio::time::timeout(self.config.shutdown_grace, drain)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "shutdown grace elapsed; unfinished jobs will be rescued when their lease expires"
+            );
         }
     }
 }

@@ -50,7 +50,9 @@ impl From<sqlx::Error> for StoreError {
                 },
                 Some("40001") | Some("40P01") => Self::Retry(err),
                 // admin shutdown, cannot connect now, too many connections
-                Some(code) if code.starts_with("57P") || code.starts_with("08") || code == "53300" => {
+                Some(code)
+                    if code.starts_with("57P") || code.starts_with("08") || code == "53300" =>
+                {
                     Self::Unavailable(err)
                 }
                 _ => Self::Other(err),

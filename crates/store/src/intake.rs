@@ -120,13 +120,20 @@ const SUBMISSION_KEY_CONSTRAINT: &str = "intake_submissions_tenant_id_idempotenc
 
 impl Store {
     /// Looks up an earlier submission under this key.
-    pub async fn find_submission(&self, tenant: TenantId, key: &str) -> StoreResult<Option<StoredSubmission>> {
+    pub async fn find_submission(
+        &self,
+        tenant: TenantId,
+        key: &str,
+    ) -> StoreResult<Option<StoredSubmission>> {
         let row: Option<(String, serde_json::Value)> = sqlx::query_as(SUBMISSION_FIND)
             .bind(tenant.0)
             .bind(key)
             .fetch_optional(self.pool())
             .await?;
-        Ok(row.map(|(fingerprint, response)| StoredSubmission { fingerprint, response }))
+        Ok(row.map(|(fingerprint, response)| StoredSubmission {
+            fingerprint,
+            response,
+        }))
     }
 
     /// Commits a case with everything it needs to be processed, atomically.
@@ -154,7 +161,8 @@ impl Store {
             job_ids.push(s.job_id.0);
             outbox_ids.push(Uuid::now_v7());
             outbox_keys.push(job_message_key(s.job_id, 1));
-            payloads.push(Envelope::new(s.job_id, case.case_id, JobKind::ProcessSource, 1).to_json());
+            payloads
+                .push(Envelope::new(s.job_id, case.case_id, JobKind::ProcessSource, 1).to_json());
         }
         let audit = serde_json::json!({
             "sources": case.sources.len(),
@@ -192,7 +200,9 @@ impl Store {
             Err(err) if err.conflict_constraint() == Some(SUBMISSION_KEY_CONSTRAINT) => {
                 let key = case.idempotency_key.as_deref().unwrap_or_default();
                 match self.find_submission(case.tenant_id, key).await? {
-                    Some(s) if s.fingerprint == case.fingerprint => Ok(IntakeOutcome::Replayed(s.response)),
+                    Some(s) if s.fingerprint == case.fingerprint => {
+                        Ok(IntakeOutcome::Replayed(s.response))
+                    }
                     Some(_) => Ok(IntakeOutcome::KeyReused),
                     // The conflicting row vanished: impossible without deleting submissions.
                     None => Err(err),

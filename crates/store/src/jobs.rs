@@ -270,11 +270,12 @@ impl Store {
                 lease_token: token,
             }));
         }
-        let explain: Option<(Uuid, String, String, bool, bool, bool, bool)> = sqlx::query_as(JOB_EXPLAIN_REFUSAL)
-            .bind(msg.job_id.0)
-            .bind(message_id)
-            .fetch_optional(self.pool())
-            .await?;
+        let explain: Option<(Uuid, String, String, bool, bool, bool, bool)> =
+            sqlx::query_as(JOB_EXPLAIN_REFUSAL)
+                .bind(msg.job_id.0)
+                .bind(message_id)
+                .fetch_optional(self.pool())
+                .await?;
         let refusal = match explain {
             None => ClaimRefusal::UnknownJob,
             Some((case_id, kind, ..)) if case_id != msg.case_id.0 || kind != msg.kind.as_str() => {
@@ -284,9 +285,13 @@ impl Store {
                 let status: JobStatus = status.parse()?;
                 match status {
                     s if s.is_terminal() => ClaimRefusal::Terminal(s),
-                    _ if exhausted && (status == JobStatus::Pending || lease_expired) => ClaimRefusal::Exhausted,
+                    _ if exhausted && (status == JobStatus::Pending || lease_expired) => {
+                        ClaimRefusal::Exhausted
+                    }
                     JobStatus::Pending if !due => ClaimRefusal::NotDue,
-                    JobStatus::Running if !lease_expired && message_id.is_some() && !same_message => {
+                    JobStatus::Running
+                        if !lease_expired && message_id.is_some() && !same_message =>
+                    {
                         ClaimRefusal::LeasedElsewhere
                     }
                     JobStatus::Running if !lease_expired => ClaimRefusal::Leased,
@@ -317,7 +322,8 @@ impl Store {
         result: &serde_json::Value,
         finalize_max_attempts: i32,
     ) -> StoreResult<(Transition, bool)> {
-        self.complete_source_job_with(job, result, None, finalize_max_attempts).await
+        self.complete_source_job_with(job, result, None, finalize_max_attempts)
+            .await
     }
 
     /// [`Store::complete_source_job`], also storing what reading the source produced, in the
@@ -342,7 +348,10 @@ impl Store {
         if let (Some(results), Some(source)) = (results, job.source_id) {
             crate::results::insert(&mut tx, case_id, source.0, generation, results).await?;
         }
-        sqlx::query(CASE_LOCK).bind(case_id).execute(&mut *tx).await?;
+        sqlx::query(CASE_LOCK)
+            .bind(case_id)
+            .execute(&mut *tx)
+            .await?;
         let finalize_id = JobId::new();
         let envelope = Envelope::new(finalize_id, CaseId(case_id), JobKind::FinalizeCase, 1);
         let enqueued = sqlx::query(FINALIZE_ENQUEUE)
@@ -363,7 +372,12 @@ impl Store {
 
     /// Puts a held job back to PENDING after `delay`, with a delayed outbox row announcing
     /// the next attempt.
-    pub async fn schedule_retry(&self, job: &ClaimedJob, error: &str, delay: Duration) -> StoreResult<Transition> {
+    pub async fn schedule_retry(
+        &self,
+        job: &ClaimedJob,
+        error: &str,
+        delay: Duration,
+    ) -> StoreResult<Transition> {
         let next_attempt = job.attempt + 1;
         let envelope = Envelope::new(job.id, job.case_id, job.kind, next_attempt);
         let done = sqlx::query(JOB_SCHEDULE_RETRY)
@@ -381,17 +395,27 @@ impl Store {
         if done.rows_affected() > 0 {
             return Ok(Transition::Applied);
         }
-        let still_ours: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM jobs WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2")
-                .bind(job.id.0)
-                .bind(job.lease_token)
-                .fetch_optional(self.pool())
-                .await?;
-        Ok(if still_ours.is_some() { Transition::Applied } else { Transition::Stale })
+        let still_ours: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM jobs WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2",
+        )
+        .bind(job.id.0)
+        .bind(job.lease_token)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(if still_ours.is_some() {
+            Transition::Applied
+        } else {
+            Transition::Stale
+        })
     }
 
     /// Fails a job this worker holds, and its case.
-    pub async fn fail_held_job(&self, job: &ClaimedJob, reason: &str, actor: &str) -> StoreResult<Transition> {
+    pub async fn fail_held_job(
+        &self,
+        job: &ClaimedJob,
+        reason: &str,
+        actor: &str,
+    ) -> StoreResult<Transition> {
         let rows = sqlx::query(JOB_FAIL_HELD)
             .bind(job.id.0)
             .bind(reason)
@@ -405,7 +429,12 @@ impl Store {
 
     /// Fails the job a dead-lettered message names, unless a live worker holds it or it is
     /// already terminal, or the message does not match it.
-    pub async fn fail_dead_lettered(&self, msg: &Envelope, reason: &str, actor: &str) -> StoreResult<Transition> {
+    pub async fn fail_dead_lettered(
+        &self,
+        msg: &Envelope,
+        reason: &str,
+        actor: &str,
+    ) -> StoreResult<Transition> {
         let rows = sqlx::query(JOB_FAIL_UNHELD)
             .bind(msg.job_id.0)
             .bind(reason)
@@ -455,7 +484,11 @@ impl Store {
             .rows_affected()
             > 0;
         tx.commit().await?;
-        Ok(if decided { FinalizeOutcome::Decided } else { FinalizeOutcome::AlreadyDecided })
+        Ok(if decided {
+            FinalizeOutcome::Decided
+        } else {
+            FinalizeOutcome::AlreadyDecided
+        })
     }
 }
 
@@ -466,7 +499,6 @@ pub(crate) fn applied(rows: u64) -> Transition {
         Transition::Stale
     }
 }
-
 
 /// What a worker needs to know about the source a job processes.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -491,6 +523,9 @@ const SOURCE_GET: &str = "SELECT s.id, s.blob_key, s.sha256, s.media_type, s.pag
 impl Store {
     /// The source a job processes.
     pub async fn source_record(&self, source: SourceId) -> StoreResult<Option<SourceRecord>> {
-        Ok(sqlx::query_as(SOURCE_GET).bind(source.0).fetch_optional(self.pool()).await?)
+        Ok(sqlx::query_as(SOURCE_GET)
+            .bind(source.0)
+            .fetch_optional(self.pool())
+            .await?)
     }
 }

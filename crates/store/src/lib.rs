@@ -47,7 +47,11 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 impl Store {
     /// Connects with at most `max_connections`, failing after `connect_timeout` when
     /// PostgreSQL does not answer (so a readiness probe or CLI call never hangs).
-    pub async fn connect(url: &str, max_connections: u32, connect_timeout: Duration) -> StoreResult<Self> {
+    pub async fn connect(
+        url: &str,
+        max_connections: u32,
+        connect_timeout: Duration,
+    ) -> StoreResult<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(StoreError::from)?
             .log_statements(tracing::log::LevelFilter::Trace)

@@ -88,12 +88,21 @@ impl Store {
             .bind(token)
             .fetch_all(self.pool())
             .await?;
-        Ok((token, rows.into_iter().map(|(id, payload)| OutboxMessage { id, payload }).collect()))
+        Ok((
+            token,
+            rows.into_iter()
+                .map(|(id, payload)| OutboxMessage { id, payload })
+                .collect(),
+        ))
     }
 
     /// Marks rows published where the lock token is still ours; returns how many.
     pub async fn outbox_mark_published(&self, ids: &[Uuid], token: Uuid) -> StoreResult<u64> {
-        let done = sqlx::query(OUTBOX_MARK_PUBLISHED).bind(ids).bind(token).execute(self.pool()).await?;
+        let done = sqlx::query(OUTBOX_MARK_PUBLISHED)
+            .bind(ids)
+            .bind(token)
+            .execute(self.pool())
+            .await?;
         Ok(done.rows_affected())
     }
 
@@ -119,7 +128,11 @@ impl Store {
     }
 
     /// Returns rows stuck in PUBLISHING beyond `lock_timeout` to PENDING (or DEAD).
-    pub async fn outbox_reset_stuck(&self, lock_timeout: Duration, max_attempts: i32) -> StoreResult<u64> {
+    pub async fn outbox_reset_stuck(
+        &self,
+        lock_timeout: Duration,
+        max_attempts: i32,
+    ) -> StoreResult<u64> {
         let done = sqlx::query(OUTBOX_RESET_STUCK)
             .bind(secs(lock_timeout))
             .bind(max_attempts)
@@ -130,23 +143,31 @@ impl Store {
 
     /// Deletes up to `batch` PUBLISHED rows older than `retention`.
     pub async fn outbox_prune(&self, retention: Duration, batch: i64) -> StoreResult<u64> {
-        let done = sqlx::query(OUTBOX_PRUNE).bind(secs(retention)).bind(batch).execute(self.pool()).await?;
+        let done = sqlx::query(OUTBOX_PRUNE)
+            .bind(secs(retention))
+            .bind(batch)
+            .execute(self.pool())
+            .await?;
         Ok(done.rows_affected())
     }
 
     /// Makes every DEAD row PENDING again; returns how many.
     pub async fn outbox_requeue_dead(&self) -> StoreResult<u64> {
-        Ok(sqlx::query(OUTBOX_REQUEUE_DEAD).execute(self.pool()).await?.rows_affected())
+        Ok(sqlx::query(OUTBOX_REQUEUE_DEAD)
+            .execute(self.pool())
+            .await?
+            .rows_affected())
     }
 
     /// Whether a single row is still held under `token` (for tests of the lock discipline).
     pub async fn outbox_is_held(&self, id: Uuid, token: Uuid) -> StoreResult<Transition> {
-        let held: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM outbox WHERE id = $1 AND status = 'PUBLISHING' AND lock_token = $2")
-                .bind(id)
-                .bind(token)
-                .fetch_optional(self.pool())
-                .await?;
+        let held: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM outbox WHERE id = $1 AND status = 'PUBLISHING' AND lock_token = $2",
+        )
+        .bind(id)
+        .bind(token)
+        .fetch_optional(self.pool())
+        .await?;
         Ok(applied(u64::from(held.is_some())))
     }
 }

@@ -217,18 +217,24 @@ pub struct StuckCase {
     pub reason: String,
 }
 
-const CASE_GET: &str = "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
+const CASE_GET: &str =
+    "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
      created_at, updated_at FROM cases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)";
-const CASE_SOURCES: &str = "SELECT id, filename, sha256, media_type, size_bytes, pages, created_at \
+const CASE_SOURCES: &str =
+    "SELECT id, filename, sha256, media_type, size_bytes, pages, created_at \
      FROM sources WHERE case_id = $1 ORDER BY created_at, id";
-const CASE_JOBS: &str = "SELECT id, kind, source_id, status, generation, attempt, max_attempts, next_attempt_at, \
+const CASE_JOBS: &str =
+    "SELECT id, kind, source_id, status, generation, attempt, max_attempts, next_attempt_at, \
      lease_owner, lease_expires_at, last_error, dead_lettered_at, result, created_at, finished_at \
      FROM jobs WHERE case_id = $1 ORDER BY generation, kind DESC, created_at, id";
-const CASE_DECISION: &str = "SELECT id, generation, version, status, summary, evidence, created_at \
+const CASE_DECISION: &str =
+    "SELECT id, generation, version, status, summary, evidence, created_at \
      FROM decisions WHERE case_id = $1 ORDER BY version DESC LIMIT 1";
-const CASE_PAGES: &str = "SELECT source_id, page_index, method, confidence, rotation, doc_type, class_confidence, \
+const CASE_PAGES: &str =
+    "SELECT source_id, page_index, method, confidence, rotation, doc_type, class_confidence, \
      class_reason FROM pages WHERE case_id = $1 AND generation = $2 ORDER BY source_id, page_index";
-const CASE_SEGMENTS: &str = "SELECT id, source_id, generation, doc_type, confidence, first_page, last_page, reason \
+const CASE_SEGMENTS: &str =
+    "SELECT id, source_id, generation, doc_type, confidence, first_page, last_page, reason \
      FROM segments WHERE case_id = $1 AND generation = $2 AND active ORDER BY source_id, ordinal";
 const CASE_FACTS: &str = "SELECT segment_id, field, value, raw_text, page, bbox, confidence, conflict, missing, candidates \
      FROM facts WHERE case_id = $1 ORDER BY field";
@@ -236,14 +242,16 @@ const CASE_AUDIT: &str =
     "SELECT id, actor, event_type, data, created_at FROM audit_events WHERE case_id = $1 ORDER BY id";
 
 /// Keyset page: newest first, strictly after the cursor (created_at, id).
-const CASE_LIST: &str = "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
+const CASE_LIST: &str =
+    "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
      created_at, updated_at FROM cases \
      WHERE ($1::uuid IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR status = $2) \
        AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
      ORDER BY created_at DESC, id DESC LIMIT $5";
 
 /// Open cases idle beyond the threshold, with their unfinished jobs' state.
-const CASE_STUCK: &str = "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
+const CASE_STUCK: &str =
+    "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
      created_at, updated_at FROM cases \
      WHERE status IN ('INGESTED', 'PROCESSING') AND updated_at < now() - make_interval(secs => $1) \
      ORDER BY updated_at LIMIT $2";
@@ -269,47 +277,142 @@ pub fn decode_cursor(cursor: &str) -> Option<(DateTime<Utc>, Uuid)> {
 impl Store {
     /// A case with sources, jobs, decision and audit trail; `None` if unknown or (when a tenant
     /// is given) another tenant's — the two are indistinguishable on purpose.
-    pub async fn case_detail(&self, tenant: Option<TenantId>, id: CaseId) -> StoreResult<Option<CaseDetail>> {
+    pub async fn case_detail(
+        &self,
+        tenant: Option<TenantId>,
+        id: CaseId,
+    ) -> StoreResult<Option<CaseDetail>> {
         let case: Option<CaseSummary> = sqlx::query_as(CASE_GET)
             .bind(id.0)
             .bind(tenant.map(|t| t.0))
             .fetch_optional(self.pool())
             .await?;
         let Some(case) = case else { return Ok(None) };
-        let sources = sqlx::query_as(CASE_SOURCES).bind(id.0).fetch_all(self.pool()).await?;
-        let jobs = sqlx::query_as(CASE_JOBS).bind(id.0).fetch_all(self.pool()).await?;
-        let pages = sqlx::query_as(CASE_PAGES).bind(id.0).bind(case.generation).fetch_all(self.pool()).await?;
-        type SegmentRow = (Uuid, Uuid, i32, Option<String>, f32, i32, i32, Option<String>);
-        let segment_rows: Vec<SegmentRow> =
-            sqlx::query_as(CASE_SEGMENTS).bind(id.0).bind(case.generation).fetch_all(self.pool()).await?;
+        let sources = sqlx::query_as(CASE_SOURCES)
+            .bind(id.0)
+            .fetch_all(self.pool())
+            .await?;
+        let jobs = sqlx::query_as(CASE_JOBS)
+            .bind(id.0)
+            .fetch_all(self.pool())
+            .await?;
+        let pages = sqlx::query_as(CASE_PAGES)
+            .bind(id.0)
+            .bind(case.generation)
+            .fetch_all(self.pool())
+            .await?;
+        type SegmentRow = (
+            Uuid,
+            Uuid,
+            i32,
+            Option<String>,
+            f32,
+            i32,
+            i32,
+            Option<String>,
+        );
+        let segment_rows: Vec<SegmentRow> = sqlx::query_as(CASE_SEGMENTS)
+            .bind(id.0)
+            .bind(case.generation)
+            .fetch_all(self.pool())
+            .await?;
         let mut facts: Vec<(Uuid, FactView)> = Vec::new();
         if !segment_rows.is_empty() {
-            type FactRow = (Uuid, String, Option<serde_json::Value>, Option<String>, Option<i32>, Option<serde_json::Value>, Option<f32>, bool, bool, serde_json::Value);
-            let rows: Vec<FactRow> = sqlx::query_as(CASE_FACTS).bind(id.0).fetch_all(self.pool()).await?;
+            type FactRow = (
+                Uuid,
+                String,
+                Option<serde_json::Value>,
+                Option<String>,
+                Option<i32>,
+                Option<serde_json::Value>,
+                Option<f32>,
+                bool,
+                bool,
+                serde_json::Value,
+            );
+            let rows: Vec<FactRow> = sqlx::query_as(CASE_FACTS)
+                .bind(id.0)
+                .fetch_all(self.pool())
+                .await?;
             facts = rows
                 .into_iter()
-                .map(|(seg, field, value, raw_text, page, bbox, confidence, conflict, missing, candidates)| {
-                    (seg, FactView { field, value, raw_text, page, bbox, confidence, conflict, missing, candidates })
-                })
+                .map(
+                    |(
+                        seg,
+                        field,
+                        value,
+                        raw_text,
+                        page,
+                        bbox,
+                        confidence,
+                        conflict,
+                        missing,
+                        candidates,
+                    )| {
+                        (
+                            seg,
+                            FactView {
+                                field,
+                                value,
+                                raw_text,
+                                page,
+                                bbox,
+                                confidence,
+                                conflict,
+                                missing,
+                                candidates,
+                            },
+                        )
+                    },
+                )
                 .collect();
         }
         let segments = segment_rows
             .into_iter()
-            .map(|(sid, source_id, generation, doc_type, confidence, first_page, last_page, reason)| SegmentView {
-                id: sid,
-                source_id,
-                generation,
-                doc_type,
-                confidence,
-                first_page,
-                last_page,
-                reason,
-                facts: facts.iter().filter(|(s, _)| *s == sid).map(|(_, f)| f.clone()).collect(),
-            })
+            .map(
+                |(
+                    sid,
+                    source_id,
+                    generation,
+                    doc_type,
+                    confidence,
+                    first_page,
+                    last_page,
+                    reason,
+                )| SegmentView {
+                    id: sid,
+                    source_id,
+                    generation,
+                    doc_type,
+                    confidence,
+                    first_page,
+                    last_page,
+                    reason,
+                    facts: facts
+                        .iter()
+                        .filter(|(s, _)| *s == sid)
+                        .map(|(_, f)| f.clone())
+                        .collect(),
+                },
+            )
             .collect();
-        let decision = sqlx::query_as(CASE_DECISION).bind(id.0).fetch_optional(self.pool()).await?;
-        let audit = sqlx::query_as(CASE_AUDIT).bind(id.0).fetch_all(self.pool()).await?;
-        Ok(Some(CaseDetail { case, sources, jobs, pages, segments, decision, audit }))
+        let decision = sqlx::query_as(CASE_DECISION)
+            .bind(id.0)
+            .fetch_optional(self.pool())
+            .await?;
+        let audit = sqlx::query_as(CASE_AUDIT)
+            .bind(id.0)
+            .fetch_all(self.pool())
+            .await?;
+        Ok(Some(CaseDetail {
+            case,
+            sources,
+            jobs,
+            pages,
+            segments,
+            decision,
+            audit,
+        }))
     }
 
     /// A page of cases, newest first; pass the last row's cursor to continue.
@@ -331,42 +434,67 @@ impl Store {
     }
 
     /// Every open case idle for longer than `threshold`, with the reason it waits.
-    pub async fn stuck_cases(&self, threshold: Duration, limit: i64) -> StoreResult<Vec<StuckCase>> {
-        let cases: Vec<CaseSummary> =
-            sqlx::query_as(CASE_STUCK).bind(secs(threshold)).bind(limit).fetch_all(self.pool()).await?;
+    pub async fn stuck_cases(
+        &self,
+        threshold: Duration,
+        limit: i64,
+    ) -> StoreResult<Vec<StuckCase>> {
+        let cases: Vec<CaseSummary> = sqlx::query_as(CASE_STUCK)
+            .bind(secs(threshold))
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?;
         let now = Utc::now();
         let mut stuck = Vec::with_capacity(cases.len());
         for case in cases {
-            type JobRow = (Uuid, String, String, i32, i32, bool, Option<String>, Option<String>, Option<String>);
-            let jobs: Vec<JobRow> = sqlx::query_as(STUCK_JOBS).bind(case.id).fetch_all(self.pool()).await?;
+            type JobRow = (
+                Uuid,
+                String,
+                String,
+                i32,
+                i32,
+                bool,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            );
+            let jobs: Vec<JobRow> = sqlx::query_as(STUCK_JOBS)
+                .bind(case.id)
+                .fetch_all(self.pool())
+                .await?;
             let reason = if jobs.is_empty() {
                 "no unfinished job in the current generation (finalize not enqueued?)".to_owned()
             } else {
                 jobs.iter()
-                    .map(|(id, kind, status, attempt, max, waiting, owner, error, outbox)| {
-                        let mut r = format!("{kind} {id} {status} attempt {attempt}/{max}");
-                        if status == "RUNNING" {
-                            r += &format!(" held by {}", owner.as_deref().unwrap_or("?"));
-                        } else if *waiting {
-                            r += " waiting for its retry time";
-                        } else {
-                            r += &format!(", outbox {}", outbox.as_deref().unwrap_or("none"));
-                        }
-                        if let Some(e) = error {
-                            r += &format!(", last error: {e}");
-                        }
-                        r
-                    })
+                    .map(
+                        |(id, kind, status, attempt, max, waiting, owner, error, outbox)| {
+                            let mut r = format!("{kind} {id} {status} attempt {attempt}/{max}");
+                            if status == "RUNNING" {
+                                r += &format!(" held by {}", owner.as_deref().unwrap_or("?"));
+                            } else if *waiting {
+                                r += " waiting for its retry time";
+                            } else {
+                                r += &format!(", outbox {}", outbox.as_deref().unwrap_or("none"));
+                            }
+                            if let Some(e) = error {
+                                r += &format!(", last error: {e}");
+                            }
+                            r
+                        },
+                    )
                     .collect::<Vec<_>>()
                     .join("; ")
             };
             let idle_seconds = (now - case.updated_at).num_seconds();
-            stuck.push(StuckCase { case, idle_seconds, reason });
+            stuck.push(StuckCase {
+                case,
+                idle_seconds,
+                reason,
+            });
         }
         Ok(stuck)
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -77,14 +77,22 @@ const BLOBS_REFERENCED: &str = "SELECT DISTINCT blob_key FROM sources WHERE blob
 impl Store {
     /// Re-announces due PENDING jobs that no live message carries; returns how many.
     pub async fn reemit_orphaned_jobs(&self, in_flight: Duration, limit: i64) -> StoreResult<u64> {
-        let done = sqlx::query(JOB_REEMIT_ORPHANED).bind(secs(in_flight)).bind(limit).execute(self.pool()).await?;
+        let done = sqlx::query(JOB_REEMIT_ORPHANED)
+            .bind(secs(in_flight))
+            .bind(limit)
+            .execute(self.pool())
+            .await?;
         Ok(done.rows_affected())
     }
 
     /// Rescues RUNNING jobs whose lease expired: back to PENDING if attempts remain, else
     /// FAILED with the reason. Returns (rescued, failed).
     pub async fn rescue_expired_leases(&self, limit: i64) -> StoreResult<(u64, u64)> {
-        let rescued = sqlx::query(JOB_RESCUE_EXPIRED).bind(limit).execute(self.pool()).await?.rows_affected();
+        let rescued = sqlx::query(JOB_RESCUE_EXPIRED)
+            .bind(limit)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
         let failed = sqlx::query(JOB_FAIL_EXPIRED_LAST_ATTEMPT)
             .bind(limit)
             .bind("lease expired on the last attempt: the worker was lost")
@@ -98,12 +106,19 @@ impl Store {
 
     /// Requeues every dead-lettered job; returns how many.
     pub async fn requeue_dead_lettered_jobs(&self, actor: &str) -> StoreResult<u64> {
-        Ok(sqlx::query(JOB_REQUEUE_DEAD_LETTERED).bind(actor).execute(self.pool()).await?.rows_affected())
+        Ok(sqlx::query(JOB_REQUEUE_DEAD_LETTERED)
+            .bind(actor)
+            .execute(self.pool())
+            .await?
+            .rows_affected())
     }
 
     /// Which of `keys` some source references.
     pub async fn referenced_blobs(&self, keys: Vec<String>) -> StoreResult<HashSet<String>> {
-        let found: Vec<String> = sqlx::query_scalar(BLOBS_REFERENCED).bind(keys).fetch_all(self.pool()).await?;
+        let found: Vec<String> = sqlx::query_scalar(BLOBS_REFERENCED)
+            .bind(keys)
+            .fetch_all(self.pool())
+            .await?;
         Ok(found.into_iter().collect())
     }
 }

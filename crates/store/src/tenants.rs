@@ -82,7 +82,11 @@ impl Store {
             .fetch_optional(self.pool())
             .await?;
         row.map(|(key_id, tenant, role)| {
-            Ok(Principal { tenant_id: TenantId(tenant), role: role.parse()?, key_id })
+            Ok(Principal {
+                tenant_id: TenantId(tenant),
+                role: role.parse()?,
+                key_id,
+            })
         })
         .transpose()
     }

@@ -27,14 +27,20 @@ SELECT $1, $2, coalesce((SELECT max(version) FROM workflows WHERE name = $2), 0)
 ON CONFLICT (name, sha256) DO NOTHING
 RETURNING id
 "#;
-const WORKFLOW_BY_SHA: &str = "SELECT id, name, version, sha256, source_yaml FROM workflows WHERE name = $1 AND sha256 = $2";
+const WORKFLOW_BY_SHA: &str =
+    "SELECT id, name, version, sha256, source_yaml FROM workflows WHERE name = $1 AND sha256 = $2";
 const WORKFLOW_LATEST: &str =
     "SELECT id, name, version, sha256, source_yaml FROM workflows WHERE name = $1 ORDER BY version DESC LIMIT 1";
-const CASE_RECORD_WORKFLOW: &str = "UPDATE cases SET workflow_id = $2 WHERE id = $1 AND workflow_id IS NULL";
+const CASE_RECORD_WORKFLOW: &str =
+    "UPDATE cases SET workflow_id = $2 WHERE id = $1 AND workflow_id IS NULL";
 
 impl Store {
     /// Stores a (validated) workflow file; returns its version and whether it is new.
-    pub async fn load_workflow(&self, name: &str, yaml: &str) -> StoreResult<(WorkflowVersion, bool)> {
+    pub async fn load_workflow(
+        &self,
+        name: &str,
+        yaml: &str,
+    ) -> StoreResult<(WorkflowVersion, bool)> {
         let sha = hex::encode(Sha256::digest(yaml.as_bytes()));
         // Two loads racing for the same next version: one wins, the other retries once.
         for _ in 0..3 {
@@ -47,8 +53,11 @@ impl Store {
                 .await;
             match inserted {
                 Ok(created) => {
-                    let row: WorkflowVersion =
-                        sqlx::query_as(WORKFLOW_BY_SHA).bind(name).bind(&sha).fetch_one(self.pool()).await?;
+                    let row: WorkflowVersion = sqlx::query_as(WORKFLOW_BY_SHA)
+                        .bind(name)
+                        .bind(&sha)
+                        .fetch_one(self.pool())
+                        .await?;
                     return Ok((row, created.is_some()));
                 }
                 Err(err) => {
@@ -59,17 +68,30 @@ impl Store {
                 }
             }
         }
-        Err(crate::StoreError::Corrupt(format!("could not allocate a version for workflow {name}")))
+        Err(crate::StoreError::Corrupt(format!(
+            "could not allocate a version for workflow {name}"
+        )))
     }
 
     /// The newest version of a workflow.
     pub async fn latest_workflow(&self, name: &str) -> StoreResult<Option<WorkflowVersion>> {
-        Ok(sqlx::query_as(WORKFLOW_LATEST).bind(name).fetch_optional(self.pool()).await?)
+        Ok(sqlx::query_as(WORKFLOW_LATEST)
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?)
     }
 
     /// Records the workflow version a case runs under (first writer wins).
-    pub async fn record_case_workflow(&self, case: ironclad_core::CaseId, workflow: Uuid) -> StoreResult<()> {
-        sqlx::query(CASE_RECORD_WORKFLOW).bind(case.0).bind(workflow).execute(self.pool()).await?;
+    pub async fn record_case_workflow(
+        &self,
+        case: ironclad_core::CaseId,
+        workflow: Uuid,
+    ) -> StoreResult<()> {
+        sqlx::query(CASE_RECORD_WORKFLOW)
+            .bind(case.0)
+            .bind(workflow)
+            .execute(self.pool())
+            .await?;
         Ok(())
     }
 }

@@ -38,7 +38,11 @@ fn new_case(tenant: TenantId, files: usize, key: Option<&str>) -> NewCase {
 }
 
 async fn count(store: &Store, sql: &'static str, case: CaseId) -> i64 {
-    sqlx::query_scalar(sql).bind(case.0).fetch_one(store.pool()).await.unwrap_or(-1)
+    sqlx::query_scalar(sql)
+        .bind(case.0)
+        .fetch_one(store.pool())
+        .await
+        .unwrap_or(-1)
 }
 
 async fn claim(store: &Store, env: &Envelope) -> anyhow::Result<ironclad_store::jobs::ClaimedJob> {
@@ -55,7 +59,15 @@ async fn intake_to_single_decision() -> anyhow::Result<()> {
     let tenant = store.create_tenant("acme").await?;
     let case = new_case(tenant, 2, Some("k1"));
     assert_eq!(store.commit_intake(&case).await?, IntakeOutcome::Created);
-    assert_eq!(count(store, "SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.case_id = $1", case.case_id).await, 2);
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.case_id = $1",
+            case.case_id
+        )
+        .await,
+        2
+    );
 
     // Replay and key reuse.
     let mut replay = case.clone();
@@ -64,10 +76,24 @@ async fn intake_to_single_decision() -> anyhow::Result<()> {
         s.source_id = SourceId::new();
         s.job_id = JobId::new();
     }
-    assert_eq!(store.commit_intake(&replay).await?, IntakeOutcome::Replayed(serde_json::json!({"ok": true})));
+    assert_eq!(
+        store.commit_intake(&replay).await?,
+        IntakeOutcome::Replayed(serde_json::json!({"ok": true}))
+    );
     replay.fingerprint = "other".into();
-    assert_eq!(store.commit_intake(&replay).await?, IntakeOutcome::KeyReused);
-    assert_eq!(count(store, "SELECT count(*) FROM cases WHERE id = $1", replay.case_id).await, 0);
+    assert_eq!(
+        store.commit_intake(&replay).await?,
+        IntakeOutcome::KeyReused
+    );
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM cases WHERE id = $1",
+            replay.case_id
+        )
+        .await,
+        0
+    );
 
     let envs: Vec<Envelope> = case
         .sources
@@ -76,17 +102,33 @@ async fn intake_to_single_decision() -> anyhow::Result<()> {
         .collect();
     let j1 = claim(store, &envs[0]).await?;
     // A duplicate message while leased is refused; a forged one is a mismatch.
-    assert!(matches!(store.claim_job(&envs[0], "w2", LEASE).await?, ClaimOutcome::Refused(ClaimRefusal::Leased)));
+    assert!(matches!(
+        store.claim_job(&envs[0], "w2", LEASE).await?,
+        ClaimOutcome::Refused(ClaimRefusal::Leased)
+    ));
     let forged = Envelope::new(j1.id, CaseId::new(), JobKind::ProcessSource, 1);
-    assert!(matches!(store.claim_job(&forged, "w2", LEASE).await?, ClaimOutcome::Refused(ClaimRefusal::Mismatch)));
+    assert!(matches!(
+        store.claim_job(&forged, "w2", LEASE).await?,
+        ClaimOutcome::Refused(ClaimRefusal::Mismatch)
+    ));
     let j2 = claim(store, &envs[1]).await?;
     assert_eq!(store.renew_lease(&j1, LEASE).await?, Transition::Applied);
 
-    let (t, finalize) = store.complete_source_job(&j1, &serde_json::json!({}), 3).await?;
+    let (t, finalize) = store
+        .complete_source_job(&j1, &serde_json::json!({}), 3)
+        .await?;
     assert_eq!((t, finalize), (Transition::Applied, false));
     // Stale token cannot finish twice.
-    assert_eq!(store.complete_source_job(&j1, &serde_json::json!({}), 3).await?.0, Transition::Stale);
-    let (t, finalize) = store.complete_source_job(&j2, &serde_json::json!({}), 3).await?;
+    assert_eq!(
+        store
+            .complete_source_job(&j1, &serde_json::json!({}), 3)
+            .await?
+            .0,
+        Transition::Stale
+    );
+    let (t, finalize) = store
+        .complete_source_job(&j2, &serde_json::json!({}), 3)
+        .await?;
     assert_eq!((t, finalize), (Transition::Applied, true));
     assert!(matches!(
         store.claim_job(&envs[0], "w2", LEASE).await?,
@@ -94,17 +136,38 @@ async fn intake_to_single_decision() -> anyhow::Result<()> {
     ));
 
     let (fid,): (uuid::Uuid,) =
-        sqlx::query_as("SELECT id FROM jobs WHERE case_id = $1 AND kind = 'finalize_case'").bind(case.case_id.0).fetch_one(store.pool()).await?;
-    let fin = claim(store, &Envelope::new(JobId(fid), case.case_id, JobKind::FinalizeCase, 1)).await?;
+        sqlx::query_as("SELECT id FROM jobs WHERE case_id = $1 AND kind = 'finalize_case'")
+            .bind(case.case_id.0)
+            .fetch_one(store.pool())
+            .await?;
+    let fin = claim(
+        store,
+        &Envelope::new(JobId(fid), case.case_id, JobKind::FinalizeCase, 1),
+    )
+    .await?;
     assert_eq!(store.finalize_case(&fin).await?, FinalizeOutcome::Decided);
-    assert_eq!(count(store, "SELECT count(*) FROM decisions WHERE case_id = $1", case.case_id).await, 1);
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM decisions WHERE case_id = $1",
+            case.case_id
+        )
+        .await,
+        1
+    );
     assert_eq!(count(store, "SELECT count(*) FROM audit_events WHERE case_id = $1 AND event_type = 'DECISION_GENERATED'", case.case_id).await, 1);
-    let detail = store.case_detail(Some(tenant), case.case_id).await?.ok_or_else(|| anyhow::anyhow!("missing"))?;
+    let detail = store
+        .case_detail(Some(tenant), case.case_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("missing"))?;
     assert_eq!(detail.case.status, "AWAITING_REVIEW");
     assert_eq!(detail.jobs.len(), 3);
     // Another tenant sees nothing.
     let other = store.create_tenant("other").await?;
-    assert!(store.case_detail(Some(other), case.case_id).await?.is_none());
+    assert!(store
+        .case_detail(Some(other), case.case_id)
+        .await?
+        .is_none());
     db.drop_database().await;
     Ok(())
 }
@@ -116,20 +179,49 @@ async fn retry_then_exhaustion_fails_case() -> anyhow::Result<()> {
     let tenant = store.create_tenant("acme").await?;
     let case = new_case(tenant, 1, None);
     store.commit_intake(&case).await?;
-    let env = Envelope::new(case.sources[0].job_id, case.case_id, JobKind::ProcessSource, 1);
+    let env = Envelope::new(
+        case.sources[0].job_id,
+        case.case_id,
+        JobKind::ProcessSource,
+        1,
+    );
     let j = claim(store, &env).await?;
-    assert_eq!(store.schedule_retry(&j, "timeout", Duration::from_secs(60)).await?, Transition::Applied);
-    assert!(matches!(store.claim_job(&env, "w1", LEASE).await?, ClaimOutcome::Refused(ClaimRefusal::NotDue)));
+    assert_eq!(
+        store
+            .schedule_retry(&j, "timeout", Duration::from_secs(60))
+            .await?,
+        Transition::Applied
+    );
+    assert!(matches!(
+        store.claim_job(&env, "w1", LEASE).await?,
+        ClaimOutcome::Refused(ClaimRefusal::NotDue)
+    ));
     assert_eq!(count(store, "SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.case_id = $1 AND o.available_at > now()", case.case_id).await, 1);
     assert_eq!(store.fail_held_job(&j, "x", "t").await?, Transition::Stale);
-    sqlx::query("UPDATE jobs SET next_attempt_at = now()").execute(store.pool()).await?;
+    sqlx::query("UPDATE jobs SET next_attempt_at = now()")
+        .execute(store.pool())
+        .await?;
     let j = claim(store, &env).await?;
     assert_eq!(j.attempt, 2);
-    assert_eq!(store.fail_held_job(&j, "provider said no", "worker").await?, Transition::Applied);
-    let detail = store.case_detail(None, case.case_id).await?.ok_or_else(|| anyhow::anyhow!("missing"))?;
+    assert_eq!(
+        store
+            .fail_held_job(&j, "provider said no", "worker")
+            .await?,
+        Transition::Applied
+    );
+    let detail = store
+        .case_detail(None, case.case_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("missing"))?;
     assert_eq!(detail.case.status, "FAILED");
-    assert_eq!(detail.case.status_reason.as_deref(), Some("provider said no"));
-    assert!(detail.audit.iter().any(|a| a.event_type == "PROCESSING_FAILED"));
+    assert_eq!(
+        detail.case.status_reason.as_deref(),
+        Some("provider said no")
+    );
+    assert!(detail
+        .audit
+        .iter()
+        .any(|a| a.event_type == "PROCESSING_FAILED"));
     db.drop_database().await;
     Ok(())
 }
@@ -142,36 +234,71 @@ async fn schema_refuses_the_impossible() -> anyhow::Result<()> {
     let case = new_case(tenant, 1, None);
     store.commit_intake(&case).await?;
     // audit is append-only
-    assert!(sqlx::query("UPDATE audit_events SET actor = 'x'").execute(store.pool()).await.is_err());
-    assert!(sqlx::query("DELETE FROM audit_events").execute(store.pool()).await.is_err());
+    assert!(sqlx::query("UPDATE audit_events SET actor = 'x'")
+        .execute(store.pool())
+        .await
+        .is_err());
+    assert!(sqlx::query("DELETE FROM audit_events")
+        .execute(store.pool())
+        .await
+        .is_err());
     // a RUNNING job without a lease, a terminal job without finished_at, unknown statuses
-    assert!(sqlx::query("UPDATE jobs SET status = 'RUNNING'").execute(store.pool()).await.is_err());
-    assert!(sqlx::query("UPDATE jobs SET status = 'SUCCEEDED'").execute(store.pool()).await.is_err());
-    assert!(sqlx::query("UPDATE cases SET status = 'DONE'").execute(store.pool()).await.is_err());
+    assert!(sqlx::query("UPDATE jobs SET status = 'RUNNING'")
+        .execute(store.pool())
+        .await
+        .is_err());
+    assert!(sqlx::query("UPDATE jobs SET status = 'SUCCEEDED'")
+        .execute(store.pool())
+        .await
+        .is_err());
+    assert!(sqlx::query("UPDATE cases SET status = 'DONE'")
+        .execute(store.pool())
+        .await
+        .is_err());
     // every core spelling is accepted by the CHECKs
     for s in ironclad_core::CaseStatus::ALL {
         let sql = "UPDATE cases SET status = $1, status_reason = 'r' WHERE id = $2";
-        sqlx::query(sql).bind(s.as_str()).bind(case.case_id.0).execute(store.pool()).await?;
+        sqlx::query(sql)
+            .bind(s.as_str())
+            .bind(case.case_id.0)
+            .execute(store.pool())
+            .await?;
     }
     for s in ironclad_core::JobStatus::ALL {
         let sql = "UPDATE jobs SET status = $1, lease_owner = 'o', lease_token = gen_random_uuid(), lease_expires_at = now(), \
                    last_error = 'e', finished_at = CASE WHEN $1 IN ('SUCCEEDED','FAILED','CANCELLED') THEN now() END WHERE case_id = $2";
-        sqlx::query(sql).bind(s.as_str()).bind(case.case_id.0).execute(store.pool()).await?;
+        sqlx::query(sql)
+            .bind(s.as_str())
+            .bind(case.case_id.0)
+            .execute(store.pool())
+            .await?;
     }
     for s in ironclad_core::OutboxStatus::ALL {
-        let sql = "UPDATE outbox SET status = $1, lock_token = gen_random_uuid(), locked_at = now(), \
+        let sql =
+            "UPDATE outbox SET status = $1, lock_token = gen_random_uuid(), locked_at = now(), \
                    published_at = CASE WHEN $1 = 'PUBLISHED' THEN now() END";
-        sqlx::query(sql).bind(s.as_str()).execute(store.pool()).await?;
+        sqlx::query(sql)
+            .bind(s.as_str())
+            .execute(store.pool())
+            .await?;
     }
     for s in ironclad_core::DecisionStatus::ALL {
         let sql = "INSERT INTO decisions (id, case_id, generation, version, status, summary) \
                    VALUES (gen_random_uuid(), $2, (SELECT coalesce(max(generation),0)+1 FROM decisions), (SELECT coalesce(max(version),0)+1 FROM decisions), $1, 's')";
-        sqlx::query(sql).bind(s.as_str()).bind(case.case_id.0).execute(store.pool()).await?;
+        sqlx::query(sql)
+            .bind(s.as_str())
+            .bind(case.case_id.0)
+            .execute(store.pool())
+            .await?;
     }
     // duplicate sha256 within a case
     let dup = "INSERT INTO sources (id, case_id, filename, sha256, media_type, size_bytes, pages, blob_key) \
                SELECT gen_random_uuid(), case_id, 'x', sha256, media_type, 1, 1, blob_key FROM sources WHERE case_id = $1";
-    assert!(sqlx::query(dup).bind(case.case_id.0).execute(store.pool()).await.is_err());
+    assert!(sqlx::query(dup)
+        .bind(case.case_id.0)
+        .execute(store.pool())
+        .await
+        .is_err());
     db.drop_database().await;
     Ok(())
 }
@@ -184,7 +311,12 @@ async fn results_are_stored_with_the_success_and_workflows_are_versioned() -> an
     let tenant = store.create_tenant("acme").await?;
     let case = new_case(tenant, 1, None);
     store.commit_intake(&case).await?;
-    let env = Envelope::new(case.sources[0].job_id, case.case_id, JobKind::ProcessSource, 1);
+    let env = Envelope::new(
+        case.sources[0].job_id,
+        case.case_id,
+        JobKind::ProcessSource,
+        1,
+    );
     let job = claim(store, &env).await?;
     let results = SourceResults {
         pages: vec![PageRow {
@@ -219,12 +351,19 @@ async fn results_are_stored_with_the_success_and_workflows_are_versioned() -> an
         }],
         workflow_id: None,
     };
-    let (t, _) = store.complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3).await?;
+    let (t, _) = store
+        .complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3)
+        .await?;
     assert_eq!(t, Transition::Applied);
     // A stale rerun stores nothing more.
-    let (t, _) = store.complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3).await?;
+    let (t, _) = store
+        .complete_source_job_with(&job, &serde_json::json!({}), Some(&results), 3)
+        .await?;
     assert_eq!(t, Transition::Stale);
-    let detail = store.case_detail(Some(tenant), case.case_id).await?.ok_or_else(|| anyhow::anyhow!("missing"))?;
+    let detail = store
+        .case_detail(Some(tenant), case.case_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("missing"))?;
     assert_eq!(detail.pages.len(), 1);
     assert_eq!(detail.segments.len(), 1);
     assert_eq!(detail.segments[0].facts.len(), 1);
@@ -233,11 +372,17 @@ async fn results_are_stored_with_the_success_and_workflows_are_versioned() -> an
     let (v1, new1) = store.load_workflow("trade", "a: 1").await?;
     let (again, new_again) = store.load_workflow("trade", "a: 1").await?;
     let (v2, new2) = store.load_workflow("trade", "a: 2").await?;
-    assert_eq!((v1.version, new1, again.version, new_again, v2.version, new2), (1, true, 1, false, 2, true));
+    assert_eq!(
+        (v1.version, new1, again.version, new_again, v2.version, new2),
+        (1, true, 1, false, 2, true)
+    );
     store.record_case_workflow(case.case_id, v1.id).await?;
     store.record_case_workflow(case.case_id, v2.id).await?;
     let recorded: Option<uuid::Uuid> =
-        sqlx::query_scalar("SELECT workflow_id FROM cases WHERE id = $1").bind(case.case_id.0).fetch_one(store.pool()).await?;
+        sqlx::query_scalar("SELECT workflow_id FROM cases WHERE id = $1")
+            .bind(case.case_id.0)
+            .fetch_one(store.pool())
+            .await?;
     assert_eq!(recorded, Some(v1.id));
     db.drop_database().await;
     Ok(())

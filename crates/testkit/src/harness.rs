@@ -97,7 +97,10 @@ impl Pipeline {
 
     /// A queue handle acting as consumer `consumer`.
     pub async fn queue(&self, consumer: &str) -> anyhow::Result<Queue> {
-        let cfg = StreamConfig { consumer: consumer.to_owned(), ..self.streams.clone() };
+        let cfg = StreamConfig {
+            consumer: consumer.to_owned(),
+            ..self.streams.clone()
+        };
         let q = Queue::connect(&self.redis_url, cfg).await?;
         q.ensure_group().await?;
         Ok(q)
@@ -105,11 +108,20 @@ impl Pipeline {
 
     /// A dispatcher.
     pub async fn dispatcher(&self) -> anyhow::Result<Dispatcher> {
-        Ok(Dispatcher::new(self.store().clone(), self.queue("dispatcher").await?, self.config.clone(), self.faults.clone()))
+        Ok(Dispatcher::new(
+            self.store().clone(),
+            self.queue("dispatcher").await?,
+            self.config.clone(),
+            self.faults.clone(),
+        ))
     }
 
     /// A worker named `consumer` running `processor`.
-    pub async fn worker(&self, consumer: &str, processor: Arc<dyn DocumentProcessor>) -> anyhow::Result<Worker> {
+    pub async fn worker(
+        &self,
+        consumer: &str,
+        processor: Arc<dyn DocumentProcessor>,
+    ) -> anyhow::Result<Worker> {
         Ok(Worker::new(
             self.store().clone(),
             self.queue(consumer).await?,
@@ -122,12 +134,20 @@ impl Pipeline {
 
     /// A worker with the stand-in processor.
     pub async fn standin_worker(&self, consumer: &str) -> anyhow::Result<Worker> {
-        self.worker(consumer, Arc::new(StandInProcessor::new(InspectLimits::default()))).await
+        self.worker(
+            consumer,
+            Arc::new(StandInProcessor::new(InspectLimits::default())),
+        )
+        .await
     }
 
     /// A reconciler.
     pub fn reconciler(&self) -> Reconciler {
-        Reconciler::new(self.store().clone(), self.blobs.clone(), self.config.clone())
+        Reconciler::new(
+            self.store().clone(),
+            self.blobs.clone(),
+            self.config.clone(),
+        )
     }
 
     /// Commits a case of `files` distinct small PDFs whose bytes are really in the blob store,
@@ -136,7 +156,10 @@ impl Pipeline {
         let case_id = CaseId::new();
         let mut sources = Vec::with_capacity(files);
         for i in 0..files {
-            let bytes = ironclad_documents::fixtures::pdf_with_pages(1, &format!("case {case_id} file {i}"));
+            let bytes = ironclad_documents::fixtures::pdf_with_pages(
+                1,
+                &format!("case {case_id} file {i}"),
+            );
             let mut w = self.blobs.writer().await?;
             w.write(&bytes).await?;
             let stored = w.finish().await?;
@@ -163,23 +186,34 @@ impl Pipeline {
             actor: "test".into(),
             response: serde_json::json!({ "case_id": case_id }),
         };
-        anyhow::ensure!(self.store().commit_intake(&case).await? == IntakeOutcome::Created, "intake refused");
+        anyhow::ensure!(
+            self.store().commit_intake(&case).await? == IntakeOutcome::Created,
+            "intake refused"
+        );
         Ok(case_id)
     }
 
     /// `SELECT count(*) …` with the case id as `$1`.
     pub async fn count_for(&self, sql: &'static str, case: CaseId) -> anyhow::Result<i64> {
-        Ok(sqlx::query_scalar(sql).bind(case.0).fetch_one(self.store().pool()).await?)
+        Ok(sqlx::query_scalar(sql)
+            .bind(case.0)
+            .fetch_one(self.store().pool())
+            .await?)
     }
 
     /// `SELECT count(*) …` with no parameter.
     pub async fn count(&self, sql: &'static str) -> anyhow::Result<i64> {
-        Ok(sqlx::query_scalar(sql).fetch_one(self.store().pool()).await?)
+        Ok(sqlx::query_scalar(sql)
+            .fetch_one(self.store().pool())
+            .await?)
     }
 
     /// The case's status.
     pub async fn case_status(&self, case: CaseId) -> anyhow::Result<String> {
-        Ok(sqlx::query_scalar("SELECT status FROM cases WHERE id = $1").bind(case.0).fetch_one(self.store().pool()).await?)
+        Ok(sqlx::query_scalar("SELECT status FROM cases WHERE id = $1")
+            .bind(case.0)
+            .fetch_one(self.store().pool())
+            .await?)
     }
 
     /// Checks the accountability invariants over every case: each settled case has exactly one
@@ -189,15 +223,24 @@ impl Pipeline {
         let dup_decisions = self
             .count("SELECT count(*) FROM (SELECT case_id, generation FROM decisions GROUP BY 1, 2 HAVING count(*) > 1) d")
             .await?;
-        anyhow::ensure!(dup_decisions == 0, "{dup_decisions} case generation(s) with more than one decision");
+        anyhow::ensure!(
+            dup_decisions == 0,
+            "{dup_decisions} case generation(s) with more than one decision"
+        );
         let dup_events = self
             .count("SELECT count(*) FROM (SELECT case_id FROM audit_events WHERE event_type = 'DECISION_GENERATED' GROUP BY 1 HAVING count(*) > 1) d")
             .await?;
-        anyhow::ensure!(dup_events == 0, "{dup_events} case(s) with more than one DECISION_GENERATED event");
+        anyhow::ensure!(
+            dup_events == 0,
+            "{dup_events} case(s) with more than one DECISION_GENERATED event"
+        );
         let undecided_awaiting = self
             .count("SELECT count(*) FROM cases c WHERE c.status = 'AWAITING_REVIEW' AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.case_id = c.id)")
             .await?;
-        anyhow::ensure!(undecided_awaiting == 0, "{undecided_awaiting} case(s) awaiting review without a decision");
+        anyhow::ensure!(
+            undecided_awaiting == 0,
+            "{undecided_awaiting} case(s) awaiting review without a decision"
+        );
         let finalize_dups = self
             .count("SELECT count(*) FROM (SELECT case_id, generation FROM jobs WHERE kind = 'finalize_case' GROUP BY 1, 2 HAVING count(*) > 1) d")
             .await?;

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 /// Server URL tests use (any database on it; tests create their own).
 pub fn database_url() -> String {
-    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 
 /// Redis URL tests use.
@@ -32,7 +33,10 @@ pub fn with_database(url: &str, db: &str) -> String {
     };
     // postgres://user@host:port/dbname — the path after the authority is the database.
     let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    let authority_end = base[scheme_end..].find('/').map(|i| i + scheme_end).unwrap_or(base.len());
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map(|i| i + scheme_end)
+        .unwrap_or(base.len());
     let mut out = format!("{}/{}", &base[..authority_end], db);
     if let Some(q) = query {
         out.push('?');
@@ -61,20 +65,36 @@ impl TestDb {
     /// Creates a migrated database on the given server.
     pub async fn on_server(server_url: &str) -> anyhow::Result<Self> {
         let name = format!("ironclad_test_{}", uuid::Uuid::new_v4().simple());
-        let admin = PgPoolOptions::new().max_connections(1).connect(&with_database(server_url, "postgres")).await?;
-        admin.execute(format!("CREATE DATABASE {name}").as_str()).await?;
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&with_database(server_url, "postgres"))
+            .await?;
+        admin
+            .execute(format!("CREATE DATABASE {name}").as_str())
+            .await?;
         admin.close().await;
         let url = with_database(server_url, &name);
         let store = Store::connect(&url, 16, Duration::from_secs(10)).await?;
         store.migrate().await?;
-        Ok(Self { url, name, store, server_url: server_url.to_owned() })
+        Ok(Self {
+            url,
+            name,
+            store,
+            server_url: server_url.to_owned(),
+        })
     }
 
     /// Drops the database (best effort; leftovers are harmless, named `ironclad_test_*`).
     pub async fn drop_database(self) {
         self.store.pool().close().await;
-        if let Ok(admin) = PgPoolOptions::new().max_connections(1).connect(&with_database(&self.server_url, "postgres")).await {
-            let _ = admin.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str()).await;
+        if let Ok(admin) = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&with_database(&self.server_url, "postgres"))
+            .await
+        {
+            let _ = admin
+                .execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
+                .await;
             admin.close().await;
         }
     }
@@ -116,8 +136,14 @@ mod tests {
 
     #[test]
     fn database_is_replaced_in_urls() {
-        assert_eq!(with_database("postgres://postgres@127.0.0.1:5432/x", "y"), "postgres://postgres@127.0.0.1:5432/y");
-        assert_eq!(with_database("postgres://u:p@h/x?sslmode=disable", "y"), "postgres://u:p@h/y?sslmode=disable");
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/x", "y"),
+            "postgres://postgres@127.0.0.1:5432/y"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h/x?sslmode=disable", "y"),
+            "postgres://u:p@h/y?sslmode=disable"
+        );
         assert_eq!(with_database("postgres://u@h:1", "y"), "postgres://u@h:1/y");
     }
 }

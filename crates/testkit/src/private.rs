@@ -10,10 +10,18 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false)
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0"))
+        .unwrap_or(false)
 }
 
-fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> anyhow::Result<()> {
+fn wait_until(
+    what: &str,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
     let start = Instant::now();
     while !ready() {
         if start.elapsed() > timeout {
@@ -35,7 +43,10 @@ impl PrivateRedis {
     /// Starts one on a free port.
     pub fn start() -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let me = Self { port: free_port()?, dir };
+        let me = Self {
+            port: free_port()?,
+            dir,
+        };
         me.launch()?;
         Ok(me)
     }
@@ -51,7 +62,14 @@ impl PrivateRedis {
 
     fn launch(&self) -> anyhow::Result<()> {
         let status = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--daemonize", "yes"])
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--daemonize",
+                "yes",
+            ])
             .arg("--pidfile")
             .arg(self.pidfile())
             .arg("--dir")
@@ -61,12 +79,19 @@ impl PrivateRedis {
             .status()
             .context("starting redis-server")?;
         anyhow::ensure!(status.success(), "redis-server failed to start");
-        wait_until("redis", Duration::from_secs(10), || self.cli(&["ping"]).map(|o| o.contains("PONG")).unwrap_or(false))
+        wait_until("redis", Duration::from_secs(10), || {
+            self.cli(&["ping"])
+                .map(|o| o.contains("PONG"))
+                .unwrap_or(false)
+        })
     }
 
     /// Runs a redis-cli command against it and returns stdout.
     pub fn cli(&self, args: &[&str]) -> anyhow::Result<String> {
-        let out = Command::new("redis-cli").args(["-p", &self.port.to_string()]).args(args).output()?;
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()?;
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
@@ -81,7 +106,11 @@ impl PrivateRedis {
         if let Ok(pid) = std::fs::read_to_string(self.pidfile()) {
             let _ = Command::new("kill").args(["-9", pid.trim()]).status();
         }
-        wait_until("redis to stop", Duration::from_secs(10), || self.cli(&["ping"]).map(|o| !o.contains("PONG")).unwrap_or(true))?;
+        wait_until("redis to stop", Duration::from_secs(10), || {
+            self.cli(&["ping"])
+                .map(|o| !o.contains("PONG"))
+                .unwrap_or(true)
+        })?;
         let _ = std::fs::remove_file(self.pidfile());
         Ok(())
     }
@@ -125,11 +154,22 @@ impl PrivatePostgres {
     /// not durability of the test cluster itself).
     pub fn start() -> anyhow::Result<Self> {
         let as_postgres = is_root();
-        let dir = PathBuf::from(format!("/tmp/ironclad-pg-{}", uuid::Uuid::new_v4().simple()));
+        let dir = PathBuf::from(format!(
+            "/tmp/ironclad-pg-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
         std::fs::create_dir_all(&dir)?;
-        let me = Self { port: free_port()?, dir, bin: pg_bin()?, as_postgres };
+        let me = Self {
+            port: free_port()?,
+            dir,
+            bin: pg_bin()?,
+            as_postgres,
+        };
         if as_postgres {
-            let status = Command::new("chown").arg("postgres:postgres").arg(&me.dir).status()?;
+            let status = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(&me.dir)
+                .status()?;
             anyhow::ensure!(status.success(), "chown of the cluster directory failed");
         }
         me.run(&format!(
@@ -144,7 +184,9 @@ impl PrivatePostgres {
 
     fn run(&self, script: &str) -> anyhow::Result<()> {
         let status = if self.as_postgres {
-            Command::new("su").args(["postgres", "-s", "/bin/sh", "-c", script]).status()?
+            Command::new("su")
+                .args(["postgres", "-s", "/bin/sh", "-c", script])
+                .status()?
         } else {
             Command::new("sh").args(["-c", script]).status()?
         };
@@ -169,7 +211,11 @@ impl PrivatePostgres {
 
     /// Stops the server immediately (in-flight transactions are lost, as in a crash).
     pub fn stop(&self) -> anyhow::Result<()> {
-        self.run(&format!("{}/pg_ctl -D {}/data -m immediate -w stop >/dev/null", self.bin.display(), self.dir.display()))
+        self.run(&format!(
+            "{}/pg_ctl -D {}/data -m immediate -w stop >/dev/null",
+            self.bin.display(),
+            self.dir.display()
+        ))
     }
 }
 
