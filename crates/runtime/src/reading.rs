@@ -19,12 +19,20 @@ pub use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 pub struct ReadingProcessor {
     reader: Arc<PageReader>,
     workflows: WorkflowSet,
+    /// One file is read at a time per process: a read already spreads its pages over every
+    /// core, and each concurrent read would bring its own Tesseract engines (~100 MB each).
+    /// The cost: a long scanned file delays the text-layer files queued behind it.
+    reading: tokio::sync::Semaphore,
 }
 
 impl ReadingProcessor {
     /// A processor reading with `reader` and applying `workflows`.
     pub fn new(reader: Arc<PageReader>, workflows: WorkflowSet) -> Self {
-        Self { reader, workflows }
+        Self {
+            reader,
+            workflows,
+            reading: tokio::sync::Semaphore::new(1),
+        }
     }
 }
 
@@ -49,6 +57,11 @@ impl DocumentProcessor for ReadingProcessor {
             }
             let media = input.media_type;
             let wf = workflow.clone();
+            let _turn = self
+                .reading
+                .acquire()
+                .await
+                .map_err(|e| ProcessorError::Retryable(format!("reader closed: {e}")))?;
             let (pages, analysis) = tokio::task::spawn_blocking(
                 move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
                     let pages = reader.read_bytes(&bytes, media)?;
