@@ -255,13 +255,16 @@ async fn build_processor(
             workflow: Arc::new(workflow),
         },
     );
-    let cache: Option<Arc<dyn ironclad_ocr::PageCache>> = match &s.page_cache_dir {
-        Some(dir) => Some(Arc::new(
-            ironclad_ocr::DirPageCache::new(dir)
-                .with_context(|| format!("opening page cache {}", dir.display()))?,
-        )),
-        None => None,
-    };
+    // By default the cache sits beside the blob store, so a reprocess or a duplicate upload is
+    // never OCRed twice.
+    let cache_dir = s
+        .page_cache_dir
+        .clone()
+        .unwrap_or_else(|| s.blob_dir.with_file_name("page-cache"));
+    let cache: Option<Arc<dyn ironclad_ocr::PageCache>> = Some(Arc::new(
+        ironclad_ocr::DirPageCache::new(&cache_dir)
+            .with_context(|| format!("opening page cache {}", cache_dir.display()))?,
+    ));
     let options = ironclad_ocr::ReadOptions {
         languages: s.ocr_languages.clone(),
         ..ironclad_ocr::ReadOptions::default()
