@@ -15,14 +15,21 @@ use std::path::{Path, PathBuf};
 
 /// Finds pgbench on PATH or in Debian's versioned directory.
 pub fn find_pgbench() -> anyhow::Result<PathBuf> {
-    if let Ok(out) = std::process::Command::new("sh").args(["-c", "command -v pgbench"]).output() {
+    if let Ok(out) = std::process::Command::new("sh")
+        .args(["-c", "command -v pgbench"])
+        .output()
+    {
         let p = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if out.status.success() && !p.is_empty() {
             return Ok(PathBuf::from(p));
         }
     }
     if let Ok(dir) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut found: Vec<PathBuf> = dir.flatten().map(|e| e.path().join("bin/pgbench")).filter(|p| p.exists()).collect();
+        let mut found: Vec<PathBuf> = dir
+            .flatten()
+            .map(|e| e.path().join("bin/pgbench"))
+            .filter(|p| p.exists())
+            .collect();
         found.sort();
         if let Some(p) = found.pop() {
             return Ok(p);
@@ -43,11 +50,16 @@ pub fn script(tenant: uuid::Uuid) -> String {
                       "media_type": "application/pdf", "size_bytes": 700, "pages": 1, "job_id": JobId::new() }],
     })
     .to_string();
-    let audit = json!({ "sources": 1, "external_reference": null, "idempotency_key": null }).to_string();
+    let audit =
+        json!({ "sources": 1, "external_reference": null, "idempotency_key": null }).to_string();
     let blob_key = format!("sha256/00/00/{sha}");
     // pgbench reads `:name` as a variable (and `-M prepared` turns it into `$n`), JSON's
     // `"key":value` included: a space after each colon keeps the text literal.
-    let (envelope, receipt, audit) = (envelope.replace("\":", "\": "), receipt.replace("\":", "\": "), audit.replace("\":", "\": "));
+    let (envelope, receipt, audit) = (
+        envelope.replace("\":", "\": "),
+        receipt.replace("\":", "\": "),
+        audit.replace("\":", "\": "),
+    );
     format!(
         r#"WITH ids AS (
     SELECT gen_random_uuid() AS c, gen_random_uuid() AS s, gen_random_uuid() AS j,
@@ -79,12 +91,26 @@ SELECT (SELECT count(*) FROM new_sources) + (SELECT count(*) FROM new_jobs)
 }
 
 /// Runs pgbench with `clients` for `secs`; returns tps, latency figures and failures.
-pub async fn run_pgbench(pgbench: &Path, url: &str, script: &Path, clients: usize, secs: u64, logdir: &Path) -> anyhow::Result<Value> {
+pub async fn run_pgbench(
+    pgbench: &Path,
+    url: &str,
+    script: &Path,
+    clients: usize,
+    secs: u64,
+    logdir: &Path,
+) -> anyhow::Result<Value> {
     let jobs = clients.min(2);
     let prefix = logdir.join(format!("pgbench_c{clients}"));
     let out = tokio::process::Command::new(pgbench)
         .args(["-n", "-M", "prepared"])
-        .args(["-c", &clients.to_string(), "-j", &jobs.to_string(), "-T", &secs.to_string()])
+        .args([
+            "-c",
+            &clients.to_string(),
+            "-j",
+            &jobs.to_string(),
+            "-T",
+            &secs.to_string(),
+        ])
         .arg("-f")
         .arg(script)
         .arg("-l")
@@ -97,11 +123,24 @@ pub async fn run_pgbench(pgbench: &Path, url: &str, script: &Path, clients: usiz
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let cut = |s: &str| s.chars().take(2000).collect::<String>();
-    anyhow::ensure!(out.status.success(), "pgbench failed ({}):\n{}\n{}", out.status, cut(&stdout), cut(&stderr));
+    anyhow::ensure!(
+        out.status.success(),
+        "pgbench failed ({}):\n{}\n{}",
+        out.status,
+        cut(&stdout),
+        cut(&stderr)
+    );
     let find = |prefix: &str| -> Option<f64> {
-        stdout.lines().find(|l| l.trim_start().starts_with(prefix)).and_then(|l| {
-            l.split('=').nth(1).or_else(|| l.split(':').nth(1)).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok())
-        })
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(prefix))
+            .and_then(|l| {
+                l.split('=')
+                    .nth(1)
+                    .or_else(|| l.split(':').nth(1))
+                    .and_then(|v| v.split_whitespace().next())
+                    .and_then(|v| v.parse().ok())
+            })
     };
     let tps = find("tps").with_context(|| format!("no tps in pgbench output:\n{stdout}"))?;
     let failed = stdout
@@ -118,14 +157,21 @@ pub async fn run_pgbench(pgbench: &Path, url: &str, script: &Path, clients: usiz
         .and_then(|v| v.split('/').next())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(0);
-    anyhow::ensure!(failed == 0, "pgbench reported {failed} failed transactions:\n{stdout}\n{stderr}");
+    anyhow::ensure!(
+        failed == 0,
+        "pgbench reported {failed} failed transactions:\n{stdout}\n{stderr}"
+    );
     // Per-transaction latencies from the -l logs: field 3 is the elapsed time in µs.
     let mut lat_us: Vec<u64> = Vec::new();
     for entry in std::fs::read_dir(logdir)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with(&format!("pgbench_c{clients}.")) {
             let text = std::fs::read_to_string(entry.path())?;
-            lat_us.extend(text.lines().filter_map(|l| l.split_whitespace().nth(2)).filter_map(|v| v.parse::<u64>().ok()));
+            lat_us.extend(
+                text.lines()
+                    .filter_map(|l| l.split_whitespace().nth(2))
+                    .filter_map(|v| v.parse::<u64>().ok()),
+            );
         }
     }
     lat_us.sort_unstable();

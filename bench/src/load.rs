@@ -41,20 +41,41 @@ fn client() -> reqwest::Client {
 }
 
 /// Posts one case; returns Ok(()) on 201, Err(description) otherwise.
-async fn post(client: &reqwest::Client, url: &str, key: &str, name: String, bytes: Vec<u8>) -> Result<(), String> {
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    name: String,
+    bytes: Vec<u8>,
+) -> Result<(), String> {
     let part = reqwest::multipart::Part::bytes(bytes)
         .file_name(name)
         .mime_str("application/pdf")
         .map_err(|e| e.to_string())?;
     let form = reqwest::multipart::Form::new().part("file", part);
-    match client.post(url).bearer_auth(key).multipart(form).send().await {
+    match client
+        .post(url)
+        .bearer_auth(key)
+        .multipart(form)
+        .send()
+        .await
+    {
         Ok(resp) => {
             let status = resp.status();
-            let body = resp.bytes().await.map_err(|e| format!("{status}: reading body: {e}"))?;
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| format!("{status}: reading body: {e}"))?;
             if status == reqwest::StatusCode::CREATED {
                 Ok(())
             } else {
-                Err(format!("{status}: {}", String::from_utf8_lossy(&body).chars().take(300).collect::<String>()))
+                Err(format!(
+                    "{status}: {}",
+                    String::from_utf8_lossy(&body)
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                ))
             }
         }
         Err(e) => Err(format!("transport: {e}")),
@@ -63,7 +84,13 @@ async fn post(client: &reqwest::Client, url: &str, key: &str, name: String, byte
 
 /// Closed-loop load for a fixed time: every task posts back to back until `stop`. PDFs come
 /// from `pool` (pre-generated per task), then are generated on the fly if it runs dry.
-pub async fn timed(base_url: &str, key: &str, clients: usize, pools: Vec<Vec<Vec<u8>>>, stop: Instant) -> LoadResult {
+pub async fn timed(
+    base_url: &str,
+    key: &str,
+    clients: usize,
+    pools: Vec<Vec<Vec<u8>>>,
+    stop: Instant,
+) -> LoadResult {
     let url = format!("{base_url}/v1/cases");
     let late = Arc::new(AtomicUsize::new(0));
     let mut tasks = tokio::task::JoinSet::new();
@@ -88,7 +115,11 @@ pub async fn timed(base_url: &str, key: &str, clients: usize, pools: Vec<Vec<Vec
                         errors.push(e.clone());
                     }
                 }
-                samples.push(Sample { start, latency, ok: r.is_ok() });
+                samples.push(Sample {
+                    start,
+                    latency,
+                    ok: r.is_ok(),
+                });
             }
             (samples, errors)
         });
@@ -129,7 +160,11 @@ pub async fn fixed(base_url: &str, key: &str, clients: usize, docs: Vec<Vec<u8>>
                         errors.push(e.clone());
                     }
                 }
-                samples.push(Sample { start, latency: start.elapsed(), ok: r.is_ok() });
+                samples.push(Sample {
+                    start,
+                    latency: start.elapsed(),
+                    ok: r.is_ok(),
+                });
             }
             (samples, errors)
         });

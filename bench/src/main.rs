@@ -43,7 +43,11 @@ struct Cli {
     #[arg(long, default_value_t = 1)]
     dispatchers: usize,
     /// Phases to run (comma-separated): baseline, intake, dispatch, e2e. Ratios need baseline.
-    #[arg(long, value_delimiter = ',', default_value = "baseline,intake,dispatch,e2e")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "baseline,intake,dispatch,e2e"
+    )]
     only: Vec<String>,
     /// Extra environment for the ironclad processes, e.g. `--server-env IRONCLAD_DB_POOL=32`.
     #[arg(long = "server-env", value_parser = parse_kv)]
@@ -67,7 +71,9 @@ struct Cli {
 }
 
 fn parse_kv(s: &str) -> Result<(String, String), String> {
-    s.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
 }
 
 /// Sizes and durations of one run.
@@ -97,7 +103,11 @@ impl Mode {
             pgbench_secs: if smoke { 2 } else { 10 },
             pgbench_one_secs: if smoke { 1 } else { 5 },
             intake_warmup: Duration::from_secs_f64(if smoke { 0.5 } else { 3.0 }),
-            intake_secs: Duration::from_secs_f64(cli.intake_secs.unwrap_or(if smoke { 2.0 } else { 15.0 })),
+            intake_secs: Duration::from_secs_f64(cli.intake_secs.unwrap_or(if smoke {
+                2.0
+            } else {
+                15.0
+            })),
             dispatch_topup_below: if smoke { 5_000 } else { 20_000 },
             dispatch_min_rows: if smoke { 5_000 } else { 50_000 },
             dispatch_batch: cli.dispatch_batch,
@@ -136,14 +146,20 @@ impl Ctx {
         };
         let path = dir.path().to_owned();
         server::register_scratch(&path);
-        self.scratch.lock().unwrap_or_else(|p| p.into_inner()).push(dir);
+        self.scratch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(dir);
         Ok(path)
     }
 }
 
 /// The workspace root (bench/..).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Deletes a prefix's streams (work and dead letter; the group lives in the stream).
@@ -151,7 +167,11 @@ async fn drop_streams(redis_url: &str, prefix: &str) -> anyhow::Result<()> {
     let cfg = ironclad_queue::StreamConfig::with_prefix(prefix);
     let client = redis::Client::open(redis_url)?;
     let mut conn = client.get_multiplexed_async_connection().await?;
-    let _: i64 = redis::cmd("DEL").arg(&cfg.stream).arg(&cfg.dead_stream).query_async(&mut conn).await?;
+    let _: i64 = redis::cmd("DEL")
+        .arg(&cfg.stream)
+        .arg(&cfg.dead_stream)
+        .query_async(&mut conn)
+        .await?;
     Ok(())
 }
 
@@ -159,20 +179,39 @@ async fn versions(redis_url: &str) -> Value {
     let pg: Option<String> = async {
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(1)
-            .connect(&ironclad_testkit::with_database(&ironclad_testkit::database_url(), "postgres"))
+            .connect(&ironclad_testkit::with_database(
+                &ironclad_testkit::database_url(),
+                "postgres",
+            ))
             .await
             .ok()?;
-        let v: Option<String> = sqlx::query_scalar("SHOW server_version").fetch_one(&pool).await.ok();
-        let sc: Option<String> = sqlx::query_scalar("SHOW synchronous_commit").fetch_one(&pool).await.ok();
+        let v: Option<String> = sqlx::query_scalar("SHOW server_version")
+            .fetch_one(&pool)
+            .await
+            .ok();
+        let sc: Option<String> = sqlx::query_scalar("SHOW synchronous_commit")
+            .fetch_one(&pool)
+            .await
+            .ok();
         pool.close().await;
-        Some(format!("{} (synchronous_commit={})", v?, sc.unwrap_or_default()))
+        Some(format!(
+            "{} (synchronous_commit={})",
+            v?,
+            sc.unwrap_or_default()
+        ))
     }
     .await;
     let redis: Option<String> = async {
         let client = redis::Client::open(redis_url).ok()?;
         let mut conn = client.get_multiplexed_async_connection().await.ok()?;
-        let info: String = redis::cmd("INFO").arg("server").query_async(&mut conn).await.ok()?;
-        info.lines().find_map(|l| l.strip_prefix("redis_version:")).map(|v| v.trim().to_owned())
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map(|v| v.trim().to_owned())
     }
     .await;
     json!({ "postgresql": pg, "redis": redis })
@@ -232,7 +271,10 @@ fn summarize(results: &Value) -> (Value, String) {
             Some(v) => format!("{} {}", fmt_int(v), r["unit"].as_str().unwrap_or("")),
             None => "—".into(),
         };
-        let ratio = r["ratio"].as_f64().map(|v| format!("{v:.2}×")).unwrap_or_default();
+        let ratio = r["ratio"]
+            .as_f64()
+            .map(|v| format!("{v:.2}×"))
+            .unwrap_or_default();
         table.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
             r["figure"].as_str().unwrap_or(""),
@@ -256,7 +298,10 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(failed) => {
-            eprintln!("bench: {failed} phase(s) errored (see above); done in {:.0} s", started.elapsed().as_secs_f64());
+            eprintln!(
+                "bench: {failed} phase(s) errored (see above); done in {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
             ExitCode::FAILURE
         }
         Err(e) => {
@@ -272,7 +317,11 @@ async fn run(cli: &Cli, mode: &Mode) -> anyhow::Result<usize> {
     server::stop_children_on_signal();
     let redis_url = ironclad_testkit::redis_url();
     let needs_bin = want("intake") || want("e2e");
-    let bin = if needs_bin { server::ensure_binary(cli.ironclad_bin.as_deref(), cli.no_build)? } else { PathBuf::new() };
+    let bin = if needs_bin {
+        server::ensure_binary(cli.ironclad_bin.as_deref(), cli.no_build)?
+    } else {
+        PathBuf::new()
+    };
     let log_tmp = tempfile::tempdir()?;
     let logs = match &cli.keep_logs {
         Some(d) => {
@@ -286,7 +335,14 @@ async fn run(cli: &Cli, mode: &Mode) -> anyhow::Result<usize> {
         ("IRONCLAD_LOG_FORMAT".to_owned(), "json".to_owned()),
     ];
     vars.extend(cli.server_env.iter().cloned());
-    let ctx = Ctx { bin, env: server::ChildEnv { vars }, redis_url: redis_url.clone(), logs, scratch: Default::default(), scratch_root: cli.scratch_root.clone() };
+    let ctx = Ctx {
+        bin,
+        env: server::ChildEnv { vars },
+        redis_url: redis_url.clone(),
+        logs,
+        scratch: Default::default(),
+        scratch_root: cli.scratch_root.clone(),
+    };
     // Databases and streams are dropped at the very end too (DROP DATABASE forces a checkpoint).
     let mut dbs: Vec<ironclad_testkit::TestDb> = Vec::new();
     let mut prefixes: Vec<String> = Vec::new();
@@ -342,7 +398,10 @@ async fn run(cli: &Cli, mode: &Mode) -> anyhow::Result<usize> {
 
     // 1. Baseline.
     if want("baseline") {
-        eprintln!("bench: [1/4] pgbench baseline ({} clients × {} s, then 1 client × {} s)…", mode.clients, mode.pgbench_secs, mode.pgbench_one_secs);
+        eprintln!(
+            "bench: [1/4] pgbench baseline ({} clients × {} s, then 1 client × {} s)…",
+            mode.clients, mode.pgbench_secs, mode.pgbench_one_secs
+        );
         let r = baseline::phase(mode).await;
         record("baseline", r, &mut results);
     }
@@ -353,12 +412,18 @@ async fn run(cli: &Cli, mode: &Mode) -> anyhow::Result<usize> {
             Ok(db) => {
                 let prefix = format!("bench-{}", uuid::Uuid::new_v4().simple());
                 if want("intake") {
-                    eprintln!("bench: [2/4] intake over HTTP ({} clients, {:?} warm-up + {:?})…", mode.clients, mode.intake_warmup, mode.intake_secs);
+                    eprintln!(
+                        "bench: [2/4] intake over HTTP ({} clients, {:?} warm-up + {:?})…",
+                        mode.clients, mode.intake_warmup, mode.intake_secs
+                    );
                     let r = phases::intake(&ctx, mode, &db, &prefix).await;
                     record("intake", r, &mut results);
                 }
                 if want("dispatch") {
-                    eprintln!("bench: [3/4] outbox dispatch ({} dispatcher(s), batch {})…", mode.dispatchers, mode.dispatch_batch);
+                    eprintln!(
+                        "bench: [3/4] outbox dispatch ({} dispatcher(s), batch {})…",
+                        mode.dispatchers, mode.dispatch_batch
+                    );
                     let r = phases::dispatch(&ctx, mode, &db, &prefix).await;
                     record("dispatch", r, &mut results);
                 }
@@ -374,7 +439,10 @@ async fn run(cli: &Cli, mode: &Mode) -> anyhow::Result<usize> {
 
     // 4. End-to-end on a fresh database.
     if want("e2e") {
-        eprintln!("bench: [4/4] end-to-end ({} cases, {} clients, worker concurrency {})…", mode.e2e_cases, mode.clients, mode.worker_concurrency);
+        eprintln!(
+            "bench: [4/4] end-to-end ({} cases, {} clients, worker concurrency {})…",
+            mode.e2e_cases, mode.clients, mode.worker_concurrency
+        );
         match ironclad_testkit::TestDb::new().await {
             Ok(db) => {
                 let prefix = format!("bench-{}", uuid::Uuid::new_v4().simple());
@@ -419,11 +487,20 @@ async fn run(cli: &Cli, mode: &Mode) -> anyhow::Result<usize> {
             println!("{name:>8}: {}", sys::split_line(cpu));
         }
     }
-    println!("  before: {}", sys::split_line(&results["machine"]["busy_before_start"]));
+    println!(
+        "  before: {}",
+        sys::split_line(&results["machine"]["busy_before_start"])
+    );
     println!("    disk: {}", results["machine"]["disk_probe"]);
     println!();
     let out = cli.out.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("results").join(if mode.smoke { "smoke.json" } else { "latest.json" })
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results")
+            .join(if mode.smoke {
+                "smoke.json"
+            } else {
+                "latest.json"
+            })
     });
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)?;
@@ -453,8 +530,18 @@ fn short(name: &str, v: &Value) -> String {
             g("errors"),
             g("pending_outbox_rows")
         ),
-        "dispatch" => format!("{} events/s ({} rows in {:.2} s)", fmt_int(g("events_per_s")), g("published"), g("wall_s")),
-        "e2e" => format!("{} cases/s ({} cases in {:.2} s)", fmt_int(g("cases_per_s")), g("cases"), g("wall_s")),
+        "dispatch" => format!(
+            "{} events/s ({} rows in {:.2} s)",
+            fmt_int(g("events_per_s")),
+            g("published"),
+            g("wall_s")
+        ),
+        "e2e" => format!(
+            "{} cases/s ({} cases in {:.2} s)",
+            fmt_int(g("cases_per_s")),
+            g("cases"),
+            g("wall_s")
+        ),
         _ => String::new(),
     }
 }

@@ -36,9 +36,15 @@ async fn scrape(base_url: &str, name: &str) -> Value {
     // labels (without le) -> series
     let mut series: std::collections::BTreeMap<String, Series> = Default::default();
     for line in text.lines().filter(|l| l.starts_with(name)) {
-        let Some((sample, value)) = line.rsplit_once(' ') else { continue };
-        let Ok(value) = value.parse::<f64>() else { continue };
-        let (metric, labels) = sample.split_once('{').map_or((sample, ""), |(m, l)| (m, l.trim_end_matches('}')));
+        let Some((sample, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
+        let (metric, labels) = sample
+            .split_once('{')
+            .map_or((sample, ""), |(m, l)| (m, l.trim_end_matches('}')));
         let mut le = None;
         let rest: Vec<&str> = labels
             .split(',')
@@ -64,9 +70,24 @@ async fn scrape(base_url: &str, name: &str) -> Value {
     let mut out = serde_json::Map::new();
     for (labels, (mut buckets, sum, count)) in series {
         buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let bound = |q: f64| buckets.iter().find(|(_, c)| *c >= q * count).map(|(le, _)| if le.is_finite() { json!(le * 1000.0) } else { json!("+Inf") });
+        let bound = |q: f64| {
+            buckets
+                .iter()
+                .find(|(_, c)| *c >= q * count)
+                .map(|(le, _)| {
+                    if le.is_finite() {
+                        json!(le * 1000.0)
+                    } else {
+                        json!("+Inf")
+                    }
+                })
+        };
         out.insert(
-            if labels.is_empty() { name.to_owned() } else { labels },
+            if labels.is_empty() {
+                name.to_owned()
+            } else {
+                labels
+            },
             json!({
                 "count": count,
                 "mean_ms": if count > 0.0 { round2(sum / count * 1000.0) } else { 0.0 },
@@ -91,7 +112,11 @@ pub async fn intake(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyhow
     let total_secs = mode.intake_warmup.as_secs_f64() + mode.intake_secs.as_secs_f64();
     let per_client = ((assumed_max * total_secs) / mode.clients as f64).ceil() as usize;
     let pools: Vec<Vec<Vec<u8>>> = (0..mode.clients)
-        .map(|c| (0..per_client).map(|i| load::pdf(&format!("intake-{c}"), i)).collect())
+        .map(|c| {
+            (0..per_client)
+                .map(|i| load::pdf(&format!("intake-{c}"), i))
+                .collect()
+        })
         .collect();
     let pdf_bytes = pools.first().and_then(|p| p.first()).map_or(0, Vec::len);
 
@@ -111,13 +136,25 @@ pub async fn intake(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyhow
 
     let total_ok = result.samples.iter().filter(|s| s.ok).count();
     let total_err = result.samples.len() - total_ok;
-    let measured: Vec<_> = result.samples.iter().filter(|s| s.start >= warm_end).collect();
+    let measured: Vec<_> = result
+        .samples
+        .iter()
+        .filter(|s| s.start >= warm_end)
+        .collect();
     let ok = measured.iter().filter(|s| s.ok).count();
-    let last_done = measured.iter().map(|s| s.start + s.latency).max().unwrap_or(stop);
+    let last_done = measured
+        .iter()
+        .map(|s| s.start + s.latency)
+        .max()
+        .unwrap_or(stop);
     let window = last_done.duration_since(warm_end).as_secs_f64().max(1e-9);
     let mut lat: Vec<Duration> = measured.iter().map(|s| s.latency).collect();
     lat.sort_unstable();
-    let mean_ms = if lat.is_empty() { 0.0 } else { lat.iter().map(Duration::as_secs_f64).sum::<f64>() / lat.len() as f64 * 1000.0 };
+    let mean_ms = if lat.is_empty() {
+        0.0
+    } else {
+        lat.iter().map(Duration::as_secs_f64).sum::<f64>() / lat.len() as f64 * 1000.0
+    };
 
     let server_metrics = scrape(&srv.base_url, "ironclad_intake_duration_seconds").await;
     let warnings = srv.warnings();
@@ -130,7 +167,10 @@ pub async fn intake(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyhow
 
     let mut problems: Vec<String> = Vec::new();
     if total_err > 0 {
-        problems.push(format!("{total_err} request(s) did not get 201, e.g. {:?}", result.errors));
+        problems.push(format!(
+            "{total_err} request(s) did not get 201, e.g. {:?}",
+            result.errors
+        ));
     }
     if cases as usize != total_ok {
         problems.push(format!("{total_ok} 201 answers but {cases} case rows"));
@@ -169,7 +209,10 @@ pub async fn intake(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyhow
 /// stream, topped up with SQL-generated rows when intake left fewer than the minimum.
 pub async fn dispatch(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyhow::Result<Value> {
     let pool = db.store.pool();
-    let intake_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE status = 'PENDING'").fetch_one(pool).await?;
+    let intake_rows: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE status = 'PENDING'")
+            .fetch_one(pool)
+            .await?;
     let envelope = Envelope::new(JobId::new(), CaseId::new(), JobKind::ProcessSource, 1).to_json();
     let mut added = 0i64;
     if intake_rows < mode.dispatch_topup_below {
@@ -186,23 +229,37 @@ pub async fn dispatch(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyh
     sqlx::query("ANALYZE outbox").execute(pool).await?;
     let rows = intake_rows + added;
 
-    let streams = StreamConfig { consumer: "bench-dispatcher".into(), ..StreamConfig::with_prefix(prefix) };
+    let streams = StreamConfig {
+        consumer: "bench-dispatcher".into(),
+        ..StreamConfig::with_prefix(prefix)
+    };
     let queue = Queue::connect(&ctx.redis_url, streams).await?;
     let len_before = queue.stream_len().await?;
-    let config = RuntimeConfig { dispatch_batch: mode.dispatch_batch, ..RuntimeConfig::default() };
+    let config = RuntimeConfig {
+        dispatch_batch: mode.dispatch_batch,
+        ..RuntimeConfig::default()
+    };
 
     let cpu_a = CpuSample::take(None);
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..mode.dispatchers {
-        let d = Dispatcher::new(db.store.clone(), queue.clone(), config.clone(), Faults::none());
+        let d = Dispatcher::new(
+            db.store.clone(),
+            queue.clone(),
+            config.clone(),
+            Faults::none(),
+        );
         tasks.spawn(async move {
             let (mut published, mut ticks) = (0u64, Vec::new());
             loop {
                 let t = Instant::now();
                 let r = d.tick().await?;
                 published += r.published;
-                anyhow::ensure!(r.released == 0 && r.dead == 0, "a publication failed: {r:?}");
+                anyhow::ensure!(
+                    r.released == 0 && r.dead == 0,
+                    "a publication failed: {r:?}"
+                );
                 if r.claimed == 0 {
                     return Ok::<_, anyhow::Error>((published, ticks));
                 }
@@ -219,14 +276,22 @@ pub async fn dispatch(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyh
     let ticks = tick_ms.len();
     // How a full tick's time evolves over the drain (the first tenth vs the last tenth).
     let tenth = (ticks / 10).max(1);
-    let avg = |xs: &[f64]| if xs.is_empty() { 0.0 } else { round2(xs.iter().sum::<f64>() / xs.len() as f64) };
+    let avg = |xs: &[f64]| {
+        if xs.is_empty() {
+            0.0
+        } else {
+            round2(xs.iter().sum::<f64>() / xs.len() as f64)
+        }
+    };
     let tick_first = avg(&tick_ms[..tenth.min(ticks)]);
     let tick_last = avg(&tick_ms[ticks.saturating_sub(tenth)..]);
     let wall = start.elapsed().as_secs_f64();
     let cpu = cpu_a.split(&CpuSample::take(None));
 
     let stream_added = queue.stream_len().await? - len_before;
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE status <> 'PUBLISHED'").fetch_one(pool).await?;
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE status <> 'PUBLISHED'")
+        .fetch_one(pool)
+        .await?;
 
     // Where one tick's time goes: the same three steps the dispatcher runs, timed apart, over a
     // smaller fresh batch of rows.
@@ -264,10 +329,14 @@ pub async fn dispatch(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyh
         problems.push(format!("published {published} of {rows} rows"));
     }
     if stream_added != published {
-        problems.push(format!("stream grew by {stream_added} for {published} published rows"));
+        problems.push(format!(
+            "stream grew by {stream_added} for {published} published rows"
+        ));
     }
     if left != 0 {
-        problems.push(format!("{left} outbox row(s) not PUBLISHED after the drain"));
+        problems.push(format!(
+            "{left} outbox row(s) not PUBLISHED after the drain"
+        ));
     }
     let mut out = json!({
         "rows_from_intake": intake_rows,
@@ -294,11 +363,19 @@ pub async fn dispatch(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyh
 /// Phase 4: `ironclad all` (API + dispatcher + worker + reconciler, stand-in processor) on a
 /// fresh database; M single-file cases from 32 clients; time from the first submit until every
 /// case is AWAITING_REVIEW.
-pub async fn end_to_end(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyhow::Result<Value> {
+pub async fn end_to_end(
+    ctx: &Ctx,
+    mode: &Mode,
+    db: &TestDb,
+    prefix: &str,
+) -> anyhow::Result<Value> {
     let blob_dir = ctx.scratch_dir()?;
     let env = phase_env(ctx, db, &blob_dir, prefix)
         .with("IRONCLAD_PROCESSOR", "stand-in")
-        .with("IRONCLAD_WORKER_CONCURRENCY", mode.worker_concurrency.to_string());
+        .with(
+            "IRONCLAD_WORKER_CONCURRENCY",
+            mode.worker_concurrency.to_string(),
+        );
     let key = server::tenant_and_key(&ctx.bin, &env, "bench-e2e").await?;
     let srv = Server::start(&ctx.bin, "all", &env, ctx.logs.join("e2e-all.log")).await?;
     let m = mode.e2e_cases;
@@ -331,11 +408,19 @@ pub async fn end_to_end(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> an
         })
     };
     let result = load::fixed(&srv.base_url, &key, mode.clients, docs).await;
-    let intake_done = result.samples.iter().map(|s| (s.start + s.latency).duration_since(t0)).max().unwrap_or_default();
+    let intake_done = result
+        .samples
+        .iter()
+        .map(|s| (s.start + s.latency).duration_since(t0))
+        .max()
+        .unwrap_or_default();
     let errors = result.samples.iter().filter(|s| !s.ok).count();
     let polled = if errors > 0 {
         poller.abort();
-        Err(anyhow::anyhow!("{errors} submission(s) did not get 201, e.g. {:?}", result.errors))
+        Err(anyhow::anyhow!(
+            "{errors} submission(s) did not get 201, e.g. {:?}",
+            result.errors
+        ))
     } else {
         poller.await?
     };

@@ -26,7 +26,12 @@ impl ChildEnv {
     }
 
     pub fn with(&self, key: &str, value: impl Into<String>) -> Self {
-        let mut vars: Vec<_> = self.vars.iter().filter(|(k, _)| k != key).cloned().collect();
+        let mut vars: Vec<_> = self
+            .vars
+            .iter()
+            .filter(|(k, _)| k != key)
+            .cloned()
+            .collect();
         vars.push((key.to_owned(), value.into()));
         Self { vars }
     }
@@ -51,9 +56,16 @@ pub fn ensure_binary(explicit: Option<&Path>, skip_build: bool) -> anyhow::Resul
             .stdout(Stdio::null())
             .status()
             .context("running cargo build for the ironclad binary")?;
-        anyhow::ensure!(status.success(), "cargo build --release --bin ironclad failed (is the workspace compiling?)");
+        anyhow::ensure!(
+            status.success(),
+            "cargo build --release --bin ironclad failed (is the workspace compiling?)"
+        );
     }
-    anyhow::ensure!(bin.exists(), "{} is missing: run `cargo build --release --bin ironclad`", bin.display());
+    anyhow::ensure!(
+        bin.exists(),
+        "{} is missing: run `cargo build --release --bin ironclad`",
+        bin.display()
+    );
     Ok(bin)
 }
 
@@ -62,7 +74,10 @@ pub async fn admin(bin: &Path, env: &ChildEnv, args: &[&str]) -> anyhow::Result<
     let mut cmd = tokio::process::Command::new(bin);
     cmd.args(args).stdin(Stdio::null());
     env.apply(&mut cmd);
-    let out = cmd.output().await.with_context(|| format!("running ironclad {}", args.join(" ")))?;
+    let out = cmd
+        .output()
+        .await
+        .with_context(|| format!("running ironclad {}", args.join(" ")))?;
     anyhow::ensure!(
         out.status.success(),
         "ironclad {} failed ({}): {}",
@@ -76,8 +91,19 @@ pub async fn admin(bin: &Path, env: &ChildEnv, args: &[&str]) -> anyhow::Result<
 /// Creates a tenant and an operator key through the binary; returns the raw key.
 pub async fn tenant_and_key(bin: &Path, env: &ChildEnv, tenant: &str) -> anyhow::Result<String> {
     admin(bin, env, &["tenant", "create", tenant]).await?;
-    let out = admin(bin, env, &["apikey", "create", "--tenant", tenant, "--role", "operator"]).await?;
-    let key = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_owned();
+    let out = admin(
+        bin,
+        env,
+        &["apikey", "create", "--tenant", tenant, "--role", "operator"],
+    )
+    .await?;
+    let key = out
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
     anyhow::ensure!(!key.is_empty(), "`ironclad apikey create` printed no key");
     Ok(key)
 }
@@ -90,7 +116,10 @@ static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new(
 
 /// Remembers a scratch directory for the interrupt handler.
 pub fn register_scratch(path: &Path) {
-    SCRATCH.lock().unwrap_or_else(|p| p.into_inner()).push(path.to_owned());
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(path.to_owned());
 }
 
 fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
@@ -103,21 +132,31 @@ fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
 pub fn stop_children_on_signal() {
     tokio::spawn(async {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else { return };
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
         tokio::select! {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
         let pids: Vec<u32> = live().clone();
         for pid in &pids {
-            let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
         }
         // Give them a moment to exit before their blob directories go.
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         for dir in SCRATCH.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             let _ = std::fs::remove_dir_all(dir);
         }
-        eprintln!("bench: interrupted; stopped {} ironclad process(es)", pids.len());
+        eprintln!(
+            "bench: interrupted; stopped {} ironclad process(es)",
+            pids.len()
+        );
         std::process::exit(130);
     });
 }
@@ -140,36 +179,65 @@ impl Drop for Server {
 
 impl Server {
     /// Starts `ironclad <role>` listening on a free loopback port, logging to `log`.
-    pub async fn start(bin: &Path, role: &str, env: &ChildEnv, log: PathBuf) -> anyhow::Result<Self> {
+    pub async fn start(
+        bin: &Path,
+        role: &str,
+        env: &ChildEnv,
+        log: PathBuf,
+    ) -> anyhow::Result<Self> {
         let port = ironclad_testkit::free_port()?;
         let listen = format!("127.0.0.1:{port}");
-        let file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let file =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut cmd = tokio::process::Command::new(bin);
-        cmd.arg(role).stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file).kill_on_drop(true);
+        cmd.arg(role)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .kill_on_drop(true);
         env.with("IRONCLAD_LISTEN", &listen).apply(&mut cmd);
-        let child = cmd.spawn().with_context(|| format!("starting {} {role}", bin.display()))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {} {role}", bin.display()))?;
         let pid = child.id().context("child has no pid")?;
         live().push(pid);
-        let mut me = Self { child, pid, base_url: format!("http://{listen}"), log };
+        let mut me = Self {
+            child,
+            pid,
+            base_url: format!("http://{listen}"),
+            log,
+        };
         me.wait_ready(Duration::from_secs(60)).await?;
         Ok(me)
     }
 
     /// Polls `/healthz` until it answers 200, failing early if the process exits.
     async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()?;
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait()? {
-                anyhow::bail!("ironclad exited during startup ({status}); log tail:\n{}", self.log_tail(20));
+                anyhow::bail!(
+                    "ironclad exited during startup ({status}); log tail:\n{}",
+                    self.log_tail(20)
+                );
             }
-            if let Ok(r) = client.get(format!("{}/healthz", self.base_url)).send().await {
+            if let Ok(r) = client
+                .get(format!("{}/healthz", self.base_url))
+                .send()
+                .await
+            {
                 if r.status().is_success() {
                     return Ok(());
                 }
             }
             if start.elapsed() > timeout {
-                anyhow::bail!("ironclad not healthy after {timeout:?}; log tail:\n{}", self.log_tail(20));
+                anyhow::bail!(
+                    "ironclad not healthy after {timeout:?}; log tail:\n{}",
+                    self.log_tail(20)
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -202,13 +270,23 @@ impl Server {
 
     async fn stop_inner(&mut self) -> anyhow::Result<()> {
         if self.child.try_wait()?.is_some() {
-            anyhow::bail!("ironclad had already exited; log tail:\n{}", self.log_tail(20));
+            anyhow::bail!(
+                "ironclad had already exited; log tail:\n{}",
+                self.log_tail(20)
+            );
         }
-        let _ = tokio::process::Command::new("kill").args(["-TERM", &self.pid.to_string()]).status().await;
+        let _ = tokio::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .await;
         match tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await {
             Ok(status) => {
                 let status = status?;
-                anyhow::ensure!(status.success(), "ironclad exited with {status}; log tail:\n{}", self.log_tail(20));
+                anyhow::ensure!(
+                    status.success(),
+                    "ironclad exited with {status}; log tail:\n{}",
+                    self.log_tail(20)
+                );
             }
             Err(_) => {
                 self.child.kill().await?;

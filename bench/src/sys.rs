@@ -10,7 +10,12 @@ fn clk_tck() -> f64 {
         .arg("CLK_TCK")
         .output()
         .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .filter(|v| *v > 0.0)
         .unwrap_or(100.0)
 }
@@ -32,7 +37,11 @@ fn proc_times(pid: u32) -> Option<(String, u64)> {
 fn machine_ticks() -> (u64, u64, u64) {
     let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let line = text.lines().next().unwrap_or_default();
-    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
     let total: u64 = v.iter().take(8).sum();
     let idle = v.get(3).copied().unwrap_or(0);
     let iowait = v.get(4).copied().unwrap_or(0);
@@ -63,8 +72,16 @@ impl CpuSample {
         }
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for entry in dir.flatten() {
-                let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-                let Some((comm, ticks)) = proc_times(pid) else { continue };
+                let Some(pid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|s| s.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                let Some((comm, ticks)) = proc_times(pid) else {
+                    continue;
+                };
                 let group = if pid == me {
                     "bench"
                 } else if Some(pid) == server {
@@ -81,7 +98,13 @@ impl CpuSample {
             }
         }
         let (busy, iowait, _) = machine_ticks();
-        Self { at: Instant::now(), groups, others, busy, iowait }
+        Self {
+            at: Instant::now(),
+            groups,
+            others,
+            busy,
+            iowait,
+        }
     }
 
     /// Cores used per group between `self` (earlier) and `later`, plus machine busy/iowait.
@@ -89,7 +112,8 @@ impl CpuSample {
     pub fn split(&self, later: &CpuSample) -> Value {
         let tck = clk_tck();
         let wall = later.at.duration_since(self.at).as_secs_f64().max(1e-9);
-        let cores = |a: u64, b: u64| ((b.saturating_sub(a)) as f64 / tck / wall * 100.0).round() / 100.0;
+        let cores =
+            |a: u64, b: u64| ((b.saturating_sub(a)) as f64 / tck / wall * 100.0).round() / 100.0;
         let mut out = serde_json::Map::new();
         let mut known = 0u64;
         for (g, t) in &later.groups {
@@ -100,7 +124,10 @@ impl CpuSample {
         // Everything else that ran meanwhile (other users' builds and tests on a shared machine,
         // the kernel): the noise to keep in mind when reading the figures.
         let busy = later.busy.saturating_sub(self.busy);
-        out.insert("other_cores".into(), json!(cores(0, busy.saturating_sub(known))));
+        out.insert(
+            "other_cores".into(),
+            json!(cores(0, busy.saturating_sub(known))),
+        );
         // The biggest other consumers by name (processes that started meanwhile count whole).
         let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
         for (pid, (comm, t)) in &later.others {
@@ -110,10 +137,20 @@ impl CpuSample {
         }
         let mut top: Vec<(String, u64)> = by_name.into_iter().filter(|(_, t)| *t > 0).collect();
         top.sort_by_key(|t| std::cmp::Reverse(t.1));
-        let top: serde_json::Map<String, Value> = top.into_iter().take(3).map(|(n, t)| (n, json!(cores(0, t)))).collect();
+        let top: serde_json::Map<String, Value> = top
+            .into_iter()
+            .take(3)
+            .map(|(n, t)| (n, json!(cores(0, t))))
+            .collect();
         out.insert("other_top".into(), Value::Object(top));
-        out.insert("machine_busy_cores".into(), json!(cores(self.busy, later.busy)));
-        out.insert("machine_iowait_cores".into(), json!(cores(self.iowait, later.iowait)));
+        out.insert(
+            "machine_busy_cores".into(),
+            json!(cores(self.busy, later.busy)),
+        );
+        out.insert(
+            "machine_iowait_cores".into(),
+            json!(cores(self.iowait, later.iowait)),
+        );
         out.insert("wall_s".into(), json!((wall * 100.0).round() / 100.0));
         Value::Object(out)
     }
@@ -149,18 +186,31 @@ pub async fn background_load(secs: f64) -> serde_json::Value {
 
 /// nproc, date, kernel, CPU model, git commit: what a reader needs to compare runs.
 pub fn machine_info() -> Value {
-    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let nproc = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
         .unwrap_or_default();
     let mem_total = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|t| t.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_owned()))
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_owned())
+        })
         .and_then(|kb| kb.parse::<u64>().ok())
         .map(|kb| kb / 1024)
         .unwrap_or(0);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)
@@ -171,7 +221,9 @@ pub fn machine_info() -> Value {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
     };
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_default();
-    let dirty = git(&["status", "--porcelain"]).map(|s| !s.is_empty()).unwrap_or(false);
+    let dirty = git(&["status", "--porcelain"])
+        .map(|s| !s.is_empty())
+        .unwrap_or(false);
     json!({
         "date": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "nproc": nproc,
@@ -188,8 +240,12 @@ pub fn machine_info() -> Value {
 pub fn disk_probe(root: Option<&std::path::Path>) -> Value {
     use std::io::Write;
     let dir = match root {
-        Some(r) => tempfile::Builder::new().prefix("ironclad-bench-probe-").tempdir_in(r),
-        None => tempfile::Builder::new().prefix("ironclad-bench-probe-").tempdir(),
+        Some(r) => tempfile::Builder::new()
+            .prefix("ironclad-bench-probe-")
+            .tempdir_in(r),
+        None => tempfile::Builder::new()
+            .prefix("ironclad-bench-probe-")
+            .tempdir(),
     };
     let Ok(dir) = dir else { return json!(null) };
     let n = 200;
