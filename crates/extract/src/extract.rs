@@ -210,13 +210,14 @@ impl Found {
 }
 
 /// Four decimals: enough to order candidates, short enough to read in JSON.
-fn round(x: f64) -> f64 {
+pub fn round(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
 /// Whether two readings mean the same thing for conflict purposes: text ignores case and
 /// accents, and an amount without a currency agrees with the same amount in any currency.
-fn same_value(a: &Value, b: &Value) -> bool {
+/// Shared with every source of candidates (patterns, an external provider).
+pub fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Text(x), Value::Text(y)) => fold_str(x) == fold_str(y),
         (

@@ -23,7 +23,8 @@
 //! already found adds nothing (it is reported as agreeing).
 
 use ironclad_core::page::{BBox, PageText};
-use ironclad_core::parse::{self, ParseHints, ParserKind, Value};
+use ironclad_core::parse::{self, ParseHints, ParserKind};
+use ironclad_extract::extract::{round, same_value};
 use ironclad_extract::extract::{CONFLICT_MARGIN, MAX_CANDIDATES};
 use ironclad_extract::normalize::{fold, fold_str, Folded};
 use ironclad_extract::workflow::{DocumentTypeSpec, FieldSpec, Hints};
@@ -309,32 +310,6 @@ fn hints(workflow: &Workflow, doc: &DocumentTypeSpec, field: &FieldSpec) -> Pars
         }
     }
     out
-}
-
-/// Whether two readings mean the same thing, with the rules `ironclad_extract` uses for
-/// conflicts (its own function is private): text ignores case and accents, an amount without
-/// a currency agrees with the same amount in any currency, weights compare in kilograms.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Text(x), Value::Text(y)) => fold_str(x) == fold_str(y),
-        (
-            Value::Money {
-                amount: x,
-                currency: cx,
-            },
-            Value::Money {
-                amount: y,
-                currency: cy,
-            },
-        ) => x == y && (cx.is_none() || cy.is_none() || cx == cy),
-        (Value::Weight { kg: x, .. }, Value::Weight { kg: y, .. }) => x == y,
-        (Value::ContainerNumber { code: x, .. }, Value::ContainerNumber { code: y, .. }) => x == y,
-        _ => a == b,
-    }
-}
-
-fn round(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
 }
 
 fn quote(value: &serde_json::Value) -> String {
@@ -628,7 +603,7 @@ document_types:
         assert!((number.confidence - 0.8 * 0.9).abs() < 1e-9, "{number:?}");
         // The field's unit completes the bare weight, and the workflow's currency the total.
         assert!(
-            matches!(&v.accepted[2].candidate.value, Value::Weight { unit, .. } if unit == "kg")
+            matches!(&v.accepted[2].candidate.value, parse::Value::Weight { unit, .. } if unit == "kg")
         );
         let codes: Vec<(&str, &str)> = v
             .rejected
