@@ -8,9 +8,8 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use ironclad_blobs::BlobStore;
-use ironclad_core::{CaseId, JobId, SourceId, TenantId};
+use ironclad_core::{CaseId, TenantId};
 use ironclad_queue::{PendingSummary, Queue, StreamConfig};
-use ironclad_store::intake::{IntakeOutcome, NewCase, NewSource};
 use ironclad_testkit::{wait_for, TestDb};
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
@@ -332,44 +331,15 @@ impl Rig {
     /// Commits a case of `files` distinct one-page PDFs whose bytes are in the shared blob
     /// directory, exactly as intake would (one statement: case, sources, jobs, outbox, audit).
     pub async fn commit_case(&self, files: usize) -> Result<CaseId> {
-        let case_id = CaseId::new();
-        let mut sources = Vec::with_capacity(files);
-        for i in 0..files {
-            let bytes = ironclad_documents::fixtures::pdf_with_pages(
-                1,
-                &format!("chaos case {case_id} file {i}"),
-            );
-            let mut w = self.blobs.writer().await?;
-            w.write(&bytes).await?;
-            let stored = w.finish().await?;
-            sources.push(NewSource {
-                source_id: SourceId::new(),
-                job_id: JobId::new(),
-                filename: format!("doc-{i}.pdf"),
-                sha256: stored.sha256,
-                media_type: "application/pdf".into(),
-                size_bytes: i64::try_from(stored.size)?,
-                pages: 1,
-                blob_key: stored.key,
-            });
-        }
-        let case = NewCase {
-            tenant_id: self.tenant,
-            case_id,
-            external_reference: Some(format!("chaos-{}", self.name)),
-            workflow: None,
-            idempotency_key: None,
-            fingerprint: case_id.to_string(),
-            sources,
-            max_attempts: 5,
-            actor: "test:chaos".into(),
-            response: serde_json::json!({ "case_id": case_id }),
-        };
-        ensure!(
-            self.db.store.commit_intake(&case).await? == IntakeOutcome::Created,
-            "intake refused"
-        );
-        Ok(case_id)
+        ironclad_testkit::harness::commit_fixture_case(
+            &self.db.store,
+            &self.blobs,
+            self.tenant,
+            files,
+            5,
+            &format!("chaos-{}", self.name),
+        )
+        .await
     }
 
     // ── reading durable state ────────────────────────────────────────────────────────────

@@ -42,6 +42,57 @@ pub fn test_runtime_config() -> RuntimeConfig {
     }
 }
 
+/// Commits a case of `files` distinct one-page PDFs whose bytes are really in `blobs`, as
+/// intake would (one statement: case, sources, jobs, outbox, audit). `label` marks the actor
+/// and the PDFs' text.
+pub async fn commit_fixture_case(
+    store: &Store,
+    blobs: &BlobStore,
+    tenant: TenantId,
+    files: usize,
+    max_attempts: i32,
+    label: &str,
+) -> anyhow::Result<CaseId> {
+    let case_id = CaseId::new();
+    let mut sources = Vec::with_capacity(files);
+    for i in 0..files {
+        let bytes = ironclad_documents::fixtures::pdf_with_pages(
+            1,
+            &format!("{label} case {case_id} file {i}"),
+        );
+        let mut w = blobs.writer().await?;
+        w.write(&bytes).await?;
+        let stored = w.finish().await?;
+        sources.push(NewSource {
+            source_id: SourceId::new(),
+            job_id: JobId::new(),
+            filename: format!("doc-{i}.pdf"),
+            sha256: stored.sha256,
+            media_type: "application/pdf".into(),
+            size_bytes: i64::try_from(stored.size)?,
+            pages: 1,
+            blob_key: stored.key,
+        });
+    }
+    let case = NewCase {
+        tenant_id: tenant,
+        case_id,
+        external_reference: Some(format!("{label}-case")),
+        workflow: None,
+        idempotency_key: None,
+        fingerprint: case_id.to_string(),
+        sources,
+        max_attempts,
+        actor: label.to_owned(),
+        response: serde_json::json!({ "case_id": case_id }),
+    };
+    anyhow::ensure!(
+        store.commit_intake(&case).await? == IntakeOutcome::Created,
+        "intake refused"
+    );
+    Ok(case_id)
+}
+
 /// Everything a reliability test needs, isolated from other tests.
 pub struct Pipeline {
     /// The test's own database.
@@ -153,44 +204,15 @@ impl Pipeline {
     /// Commits a case of `files` distinct small PDFs whose bytes are really in the blob store,
     /// as intake would.
     pub async fn submit_case(&self, files: usize) -> anyhow::Result<CaseId> {
-        let case_id = CaseId::new();
-        let mut sources = Vec::with_capacity(files);
-        for i in 0..files {
-            let bytes = ironclad_documents::fixtures::pdf_with_pages(
-                1,
-                &format!("case {case_id} file {i}"),
-            );
-            let mut w = self.blobs.writer().await?;
-            w.write(&bytes).await?;
-            let stored = w.finish().await?;
-            sources.push(NewSource {
-                source_id: SourceId::new(),
-                job_id: JobId::new(),
-                filename: format!("doc-{i}.pdf"),
-                sha256: stored.sha256,
-                media_type: "application/pdf".into(),
-                size_bytes: i64::try_from(stored.size)?,
-                pages: 1,
-                blob_key: stored.key,
-            });
-        }
-        let case = NewCase {
-            tenant_id: self.tenant,
-            case_id,
-            external_reference: None,
-            workflow: None,
-            idempotency_key: None,
-            fingerprint: case_id.to_string(),
-            sources,
-            max_attempts: self.config.retry.max_attempts,
-            actor: "test".into(),
-            response: serde_json::json!({ "case_id": case_id }),
-        };
-        anyhow::ensure!(
-            self.store().commit_intake(&case).await? == IntakeOutcome::Created,
-            "intake refused"
-        );
-        Ok(case_id)
+        commit_fixture_case(
+            self.store(),
+            &self.blobs,
+            self.tenant,
+            files,
+            self.config.retry.max_attempts,
+            "test",
+        )
+        .await
     }
 
     /// `SELECT count(*) …` with the case id as `$1`.
