@@ -244,17 +244,42 @@ async fn build_processor(
         .await
         .context("storing the workflow")?;
     tracing::info!(workflow = %name, version = version.version, "workflow loaded");
+    // Every workflow loaded so far (its newest version) can be asked for by a case; one loaded
+    // later is picked up when the worker restarts.
     let mut set = ironclad_runtime::reading::WorkflowSet {
         default: Some(name.clone()),
         ..Default::default()
     };
-    set.by_name.insert(
-        name,
-        ironclad_runtime::reading::LoadedWorkflow {
-            id: version.id,
-            workflow: Arc::new(workflow),
-        },
-    );
+    for stored in store
+        .latest_workflows()
+        .await
+        .context("reading stored workflows")?
+    {
+        match ironclad_extract::Workflow::from_yaml(&stored.source_yaml) {
+            Ok(w) => {
+                set.by_name.insert(
+                    stored.name.clone(),
+                    ironclad_runtime::reading::LoadedWorkflow {
+                        id: stored.id,
+                        workflow: Arc::new(w),
+                    },
+                );
+            }
+            Err(err) => {
+                tracing::warn!(workflow = %stored.name, error = %err, "stored workflow no longer parses; skipped")
+            }
+        }
+    }
+    // An explicitly configured file wins; the built-in one yields to a newer loaded version.
+    if s.workflow.is_some() || !set.by_name.contains_key(&name) {
+        set.by_name.insert(
+            name,
+            ironclad_runtime::reading::LoadedWorkflow {
+                id: version.id,
+                workflow: Arc::new(workflow),
+            },
+        );
+    }
     // By default the cache sits beside the blob store, so a reprocess or a duplicate upload is
     // never OCRed twice.
     let cache_dir = s

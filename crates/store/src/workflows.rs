@@ -31,6 +31,9 @@ const WORKFLOW_BY_SHA: &str =
     "SELECT id, name, version, sha256, source_yaml FROM workflows WHERE name = $1 AND sha256 = $2";
 const WORKFLOW_LATEST: &str =
     "SELECT id, name, version, sha256, source_yaml FROM workflows WHERE name = $1 ORDER BY version DESC LIMIT 1";
+const WORKFLOWS_LATEST_ALL: &str =
+    "SELECT DISTINCT ON (name) id, name, version, sha256, source_yaml \
+     FROM workflows ORDER BY name, version DESC";
 const CASE_RECORD_WORKFLOW: &str =
     "UPDATE cases SET workflow_id = $2 WHERE id = $1 AND workflow_id IS NULL";
 
@@ -78,6 +81,13 @@ impl Store {
         Ok(sqlx::query_as(WORKFLOW_LATEST)
             .bind(name)
             .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// The newest version of every workflow.
+    pub async fn latest_workflows(&self) -> StoreResult<Vec<WorkflowVersion>> {
+        Ok(sqlx::query_as(WORKFLOWS_LATEST_ALL)
+            .fetch_all(self.pool())
             .await?)
     }
 

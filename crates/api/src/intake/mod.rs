@@ -108,6 +108,16 @@ async fn submit_inner(
     // Every blob is durable from here on. Whatever fails next leaves them for the sweep:
     // another request may be committing a row that names the same content-addressed key.
     state.faults.check(FaultPoint::IntakeAfterBlobWrite)?;
+    // A workflow nobody loaded would only fail the case later, in a worker: refuse it now.
+    if let Some(name) = submission.workflow.as_deref() {
+        if state.store.latest_workflow(name).await?.is_none() {
+            return Err(ApiError::client(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_workflow",
+                format!("no workflow named {name:?} is loaded (see `ironclad workflow load`)"),
+            ));
+        }
+    }
 
     let case_id = CaseId::new();
     let sources: Vec<NewSource> = submission

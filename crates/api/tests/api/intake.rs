@@ -11,6 +11,10 @@ use reqwest::StatusCode;
 #[tokio::test]
 async fn a_pdf_and_a_png_commit_everything_in_one_go() -> anyhow::Result<()> {
     let app = TestApp::spawn().await?;
+    app.db
+        .store
+        .load_workflow("customs.import-v1", "name: customs.import-v1")
+        .await?;
     let pdf = fixtures::pdf_with_pages(2, "Bill of lading");
     let png = fixtures::png(32, 24);
     let body = form(&[("bl.pdf", &pdf), ("scan.png", &png)])
@@ -212,5 +216,32 @@ async fn malformed_requests_are_refused_before_anything_is_committed() -> anyhow
 
     assert_eq!(app.rows().await?, Rows::default());
     app.stop().await;
+    Ok(())
+}
+
+/// A workflow nobody loaded is refused at intake (422, nothing committed), not left to fail
+/// the case in a worker.
+#[tokio::test]
+async fn an_unknown_workflow_is_refused_and_nothing_is_committed() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let pdf = fixtures::pdf_with_pages(1, "Invoice");
+    let answer = app
+        .post_case(
+            &app.key,
+            form(&[("a.pdf", &pdf)]).text("workflow", "nope"),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        answer.text()
+    );
+    assert_eq!(answer.json()["error"]["code"], "unknown_workflow");
+    let cases: i64 = sqlx::query_scalar("SELECT count(*) FROM cases")
+        .fetch_one(app.db.store.pool())
+        .await?;
+    assert_eq!(cases, 0);
     Ok(())
 }
