@@ -137,11 +137,12 @@ WITH retried AS (
         lease_token = NULL, lease_expires_at = NULL, updated_at = now()
     WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2
     RETURNING id, next_attempt_at
+), announced AS (
+    INSERT INTO outbox (id, idempotency_key, job_id, payload, status, available_at)
+    SELECT $5, $6, id, $7, 'PENDING', next_attempt_at FROM retried
+    ON CONFLICT (idempotency_key) DO NOTHING
 )
-INSERT INTO outbox (id, idempotency_key, job_id, payload, status, available_at)
-SELECT $5, $6, id, $7, 'PENDING', next_attempt_at FROM retried
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING job_id
+SELECT count(*) FROM retried
 "#;
 
 /// Fails jobs matched by `$guard`, fails their case (technical failure, current generation
@@ -380,7 +381,7 @@ impl Store {
     ) -> StoreResult<Transition> {
         let next_attempt = job.attempt + 1;
         let envelope = Envelope::new(job.id, job.case_id, job.kind, next_attempt);
-        let done = sqlx::query(JOB_SCHEDULE_RETRY)
+        let retried: i64 = sqlx::query_scalar(JOB_SCHEDULE_RETRY)
             .bind(job.id.0)
             .bind(job.lease_token)
             .bind(error)
@@ -388,25 +389,9 @@ impl Store {
             .bind(Uuid::now_v7())
             .bind(job_message_key(job.id, next_attempt))
             .bind(envelope.to_json())
-            .execute(self.pool())
+            .fetch_one(self.pool())
             .await?;
-        // Zero rows: either the lease was lost, or the outbox row already existed (a rerun
-        // of this very statement after an unknown commit outcome). Tell them apart.
-        if done.rows_affected() > 0 {
-            return Ok(Transition::Applied);
-        }
-        let still_ours: Option<i32> = sqlx::query_scalar(
-            "SELECT 1 FROM jobs WHERE id = $1 AND status = 'RUNNING' AND lease_token = $2",
-        )
-        .bind(job.id.0)
-        .bind(job.lease_token)
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(if still_ours.is_some() {
-            Transition::Applied
-        } else {
-            Transition::Stale
-        })
+        Ok(applied(u64::try_from(retried).unwrap_or(0)))
     }
 
     /// Fails a job this worker holds, and its case.
