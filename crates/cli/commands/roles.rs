@@ -294,7 +294,7 @@ async fn build_processor(
         languages: s.ocr_languages.clone(),
         ..ironclad_ocr::ReadOptions::default()
     };
-    let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
+    let readers = ironclad_runtime::reading::ReaderPool::new(options.clone(), cache.clone());
     if s.processor == "openai" {
         let url = s
             .provider_url
@@ -307,11 +307,12 @@ async fn build_processor(
         let mut config = ironclad_provider::ProviderConfig::new(url, model);
         config.api_key = s.provider_key.clone().filter(|k| !k.is_empty());
         config.timeout = s.provider_timeout;
+        let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
         let provider = ironclad_provider::OpenAiProvider::new(config, reader, set)?;
         return Ok(Arc::new(provider));
     }
     Ok(Arc::new(ironclad_runtime::reading::ReadingProcessor::new(
-        reader, set,
+        readers, set,
     )))
 }
 

@@ -6,8 +6,8 @@ use ironclad_core::page::PageText;
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
-use ironclad_extract::Analysis;
-use ironclad_ocr::{PageReader, ReadError};
+use ironclad_extract::{Analysis, Workflow};
+use ironclad_ocr::{PageCache, PageReader, ReadError, ReadOptions};
 use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -15,9 +15,69 @@ use std::sync::Arc;
 
 pub use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 
+/// Readers by Tesseract language set, created on first use: a workflow declares the languages
+/// its documents are written in, and Tesseract reads best with exactly those models loaded.
+pub struct ReaderPool {
+    options: ReadOptions,
+    cache: Option<Arc<dyn PageCache>>,
+    readers: std::sync::Mutex<HashMap<String, Arc<PageReader>>>,
+}
+
+impl ReaderPool {
+    /// Readers with `options` (whose `languages` is the default set) sharing `cache`.
+    pub fn new(options: ReadOptions, cache: Option<Arc<dyn PageCache>>) -> Self {
+        Self {
+            options,
+            cache,
+            readers: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The reader for a workflow's languages (ISO 639-1 codes), or the default set when the
+    /// workflow names none Tesseract knows.
+    pub fn for_workflow(&self, workflow: Option<&Workflow>) -> Arc<PageReader> {
+        let languages = workflow
+            .and_then(|w| tesseract_languages(&w.spec().languages))
+            .unwrap_or_else(|| self.options.languages.clone());
+        let mut readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        readers
+            .entry(languages.clone())
+            .or_insert_with(|| {
+                Arc::new(PageReader::new(
+                    ReadOptions {
+                        languages,
+                        ..self.options.clone()
+                    },
+                    self.cache.clone(),
+                ))
+            })
+            .clone()
+    }
+}
+
+/// Maps ISO 639-1 codes to Tesseract model names (`en` → `eng`), joined with `+`; `None` when
+/// none is known.
+pub fn tesseract_languages(codes: &[String]) -> Option<String> {
+    let names: Vec<&str> = codes
+        .iter()
+        .filter_map(|c| match c.trim().to_ascii_lowercase().as_str() {
+            "en" | "eng" | "english" => Some("eng"),
+            "fr" | "fra" | "french" => Some("fra"),
+            "de" | "deu" | "german" => Some("deu"),
+            "es" | "spa" | "spanish" => Some("spa"),
+            "it" | "ita" | "italian" => Some("ita"),
+            "nl" | "nld" | "dutch" => Some("nld"),
+            "pt" | "por" | "portuguese" => Some("por"),
+            "pl" | "pol" | "polish" => Some("pol"),
+            _ => None,
+        })
+        .collect();
+    (!names.is_empty()).then(|| names.join("+"))
+}
+
 /// Reads pages and applies a workflow.
 pub struct ReadingProcessor {
-    reader: Arc<PageReader>,
+    readers: ReaderPool,
     workflows: WorkflowSet,
     /// One file is read at a time per process: a read already spreads its pages over every
     /// core, and each concurrent read would bring its own Tesseract engines (~100 MB each).
@@ -26,10 +86,10 @@ pub struct ReadingProcessor {
 }
 
 impl ReadingProcessor {
-    /// A processor reading with `reader` and applying `workflows`.
-    pub fn new(reader: Arc<PageReader>, workflows: WorkflowSet) -> Self {
+    /// A processor reading with `readers` and applying `workflows`.
+    pub fn new(readers: ReaderPool, workflows: WorkflowSet) -> Self {
         Self {
-            reader,
+            readers,
             workflows,
             reading: tokio::sync::Semaphore::new(1),
         }
@@ -44,7 +104,9 @@ impl DocumentProcessor for ReadingProcessor {
                 .resolve(input.workflow.as_deref())
                 .map_err(ProcessorError::Terminal)?;
             let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
-            let reader = self.reader.clone();
+            let reader = self
+                .readers
+                .for_workflow(workflow.as_ref().map(|w| w.workflow.as_ref()));
             let bytes = tokio::fs::read(&input.blob_path)
                 .await
                 .map_err(|e| ProcessorError::Retryable(format!("reading blob: {e}")))?;
@@ -197,4 +259,21 @@ pub fn source_results(processed: &ProcessedSource) -> Option<SourceResults> {
         segments,
         workflow_id: processed.workflow_id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_languages_map_to_tesseract_models() {
+        let codes = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            tesseract_languages(&codes(&["en", "fr"])),
+            Some("eng+fra".into())
+        );
+        assert_eq!(tesseract_languages(&codes(&["EN"])), Some("eng".into()));
+        assert_eq!(tesseract_languages(&codes(&["xx"])), None);
+        assert_eq!(tesseract_languages(&[]), None);
+    }
 }
