@@ -161,11 +161,16 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
         println!("\npages:");
         for p in &case.pages {
             println!(
-                "  {}  page {:>3}  {:<10} confidence {:.2}  {}",
+                "  {}  page {:>3}  {:<10} confidence {:.2}{}  {}",
                 p.source_id,
                 p.page_index + 1,
                 p.method,
                 p.confidence,
+                if p.rotation != 0 {
+                    format!(" (turned {}°)", p.rotation)
+                } else {
+                    String::new()
+                },
                 match &p.doc_type {
                     Some(t) => format!("{t} ({:.2})", p.class_confidence.unwrap_or(0.0)),
                     None => format!("UNKNOWN: {}", p.class_reason.as_deref().unwrap_or("-")),

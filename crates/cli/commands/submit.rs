@@ -86,10 +86,13 @@ pub async fn run(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         let message = body["error"]["message"]
             .as_str()
             .unwrap_or("request refused");
-        anyhow::bail!(
-            "submission refused ({status}): {message} {}",
-            body["error"]["details"]
-        );
+        let details = &body["error"]["details"];
+        let details = if details.is_null() {
+            String::new()
+        } else {
+            format!(" {details}")
+        };
+        anyhow::bail!("submission refused ({status}): {message}{details}");
     }
     let case_id = body["case_id"]
         .as_str()
