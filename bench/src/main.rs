@@ -4,9 +4,12 @@
 //! `cargo run --release -p ironclad-bench` (full, ≈2 min) or `… -- --smoke` (a few seconds,
 //! every phase, for CI). Exits non-zero when a phase errors (a non-201, a lost row, a crash);
 //! targets are reported PASS/MISS, never asserted: shared machines are noisy.
+//!
+//! `… -- ocr` (or `-- ocr --smoke`) benchmarks the OCR path instead: see `ocr.rs`.
 
 mod baseline;
 mod load;
+mod ocr;
 mod phases;
 mod server;
 mod sys;
@@ -19,8 +22,11 @@ use std::time::{Duration, Instant};
 
 /// Benchmark of the Ironclad pipeline (stand-in processor).
 #[derive(Debug, Parser)]
-#[command(name = "ironclad-bench")]
+#[command(name = "ironclad-bench", args_conflicts_with_subcommands = true)]
 struct Cli {
+    /// Without a subcommand: the pipeline benchmark (the flags below).
+    #[command(subcommand)]
+    command: Option<Sub>,
     /// A bounded few-second run of every phase (CI): exits non-zero only if a phase errors.
     #[arg(long)]
     smoke: bool,
@@ -68,6 +74,16 @@ struct Cli {
     /// Keep the ironclad logs in this directory (default: a temp dir, removed).
     #[arg(long)]
     keep_logs: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// OCR throughput: Ironclad's PageReader against the tesseract CLI and ocrmypdf on the same
+    /// scanned pages, text-layer pages/s, peak RSS, field accuracy (bench/results/ocr.json).
+    Ocr(ocr::OcrArgs),
+    /// Internal: one PageReader job in its own process (for its peak RSS).
+    #[command(hide = true)]
+    OcrWorker(ocr::WorkerArgs),
 }
 
 fn parse_kv(s: &str) -> Result<(String, String), String> {
@@ -287,9 +303,63 @@ fn summarize(results: &Value) -> (Value, String) {
     (Value::Array(rows), table)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // libgomp reads OMP_THREAD_LIMIT when it loads: re-exec with it set before anything else
+    // (Tesseract is linked in for the `ocr` mode; without it OCR is 5–6× slower on 2 cores).
+    ironclad_ocr::ensure_omp_thread_limit();
     let cli = Cli::parse();
+    if let Some(Sub::OcrWorker(args)) = &cli.command {
+        return ocr::worker(args);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bench: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match &cli.command {
+        Some(Sub::Ocr(args)) => rt.block_on(ocr_main(args.clone())),
+        _ => rt.block_on(pipeline_main(cli)),
+    }
+}
+
+/// `ironclad-bench ocr`.
+async fn ocr_main(args: ocr::OcrArgs) -> ExitCode {
+    ocr::stop_children_on_signal();
+    let started = Instant::now();
+    let r = tokio::task::spawn_blocking(move || ocr::run(&args)).await;
+    match r {
+        Ok(Ok(0)) => {
+            eprintln!(
+                "bench ocr: done in {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Ok(failed)) => {
+            eprintln!(
+                "bench ocr: {failed} contender(s) errored (see above); done in {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::FAILURE
+        }
+        Ok(Err(e)) => {
+            eprintln!("bench ocr: {e:#}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("bench ocr: crashed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The pipeline benchmark (no subcommand).
+async fn pipeline_main(cli: Cli) -> ExitCode {
     let mode = Mode::from_cli(&cli);
     let started = Instant::now();
     match run(&cli, &mode).await {
