@@ -55,9 +55,10 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    // Tesseract is 5-6x slower on 2 cores unless OpenMP is limited before libgomp loads; this
-    // re-executes the binary with OMP_THREAD_LIMIT=1 when it is not set.
-    ironclad_ocr::ensure_omp_thread_limit();
+    // Tesseract is 5-6x slower on 2 cores unless OpenMP is limited before libgomp loads: this
+    // re-executes the binary with OMP_THREAD_LIMIT=1 when it is not set, then caps malloc
+    // arenas so many reading threads do not multiply the memory kept.
+    ironclad_ocr::prepare_process();
     let cli = Cli::parse();
     commands::init_logging(matches!(
         cli.command,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 fn main() {
-    ironclad_ocr::ensure_omp_thread_limit();
+    ironclad_ocr::prepare_process();
     let mut opts = ReadOptions::default();
     let mut files = Vec::new();
     let mut show_text = false;

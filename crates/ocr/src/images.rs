@@ -6,19 +6,20 @@
 //! malformed file is an error value, never memory corruption.
 
 use crate::gray::Gray;
-use crate::ReadError;
+use crate::{resolution, ReadError};
 use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader};
 use std::io::Cursor;
 use tiff::decoder::{Decoder as TiffDecoder, DecodingResult, Limits as TiffLimits};
 use tiff::ColorType;
 
-/// Decodes a one-page PNG or JPEG. EXIF orientation is applied, so a phone photo stored
-/// sideways with an orientation tag arrives upright.
+/// Decodes a one-page PNG or JPEG, with the resolution it records (see [`crate::resolution`]).
+/// EXIF orientation is applied, so a phone photo stored sideways with an orientation tag
+/// arrives upright.
 pub(crate) fn decode_single(
     bytes: &[u8],
     format: ImageFormat,
     max_pixels: u64,
-) -> Result<Gray, ReadError> {
+) -> Result<(Gray, Option<u32>), ReadError> {
     let name = format!("{format:?}").to_uppercase();
     let bad = |e: image::ImageError| {
         ReadError::Terminal(format!("page 1: the {name} image cannot be decoded: {e}"))
@@ -40,7 +41,12 @@ pub(crate) fn decode_single(
     let mut img =
         DynamicImage::from_decoder(decoder).map_err(|e| oversize_or(e, &name, max_pixels, bad))?;
     img.apply_orientation(orientation);
-    Ok(to_gray(img))
+    let dpi = match format {
+        ImageFormat::Png => resolution::png_dpi(bytes),
+        ImageFormat::Jpeg => resolution::jpeg_dpi(bytes),
+        _ => None,
+    };
+    Ok((to_gray(img), dpi))
 }
 
 fn oversize_or(
@@ -143,12 +149,12 @@ pub(crate) fn tiff_page_count(
     }
 }
 
-/// Decodes page `index` (0-based) of a TIFF.
+/// Decodes page `index` (0-based) of a TIFF, with the resolution its tags record.
 pub(crate) fn decode_tiff_page(
     bytes: &[u8],
     index: u32,
     max_pixels: u64,
-) -> Result<Gray, ReadError> {
+) -> Result<(Gray, Option<u32>), ReadError> {
     let page = index + 1;
     let mut dec = TiffDecoder::new(Cursor::new(bytes))
         .map_err(|e| tiff_error(page, e))?
@@ -158,12 +164,14 @@ pub(crate) fn decode_tiff_page(
     let (w, h) = dec.dimensions().map_err(|e| tiff_error(page, e))?;
     check_pixels(w, h, max_pixels, page)?;
     let color = dec.colortype().map_err(|e| tiff_error(page, e))?;
+    let dpi = resolution::tiff_dpi(&mut dec);
     let data = dec.read_image().map_err(|e| tiff_error(page, e))?;
-    tiff_to_gray(w, h, color, data).ok_or_else(|| {
+    let gray = tiff_to_gray(w, h, color, data).ok_or_else(|| {
         ReadError::Terminal(format!(
             "page {page}: unsupported TIFF pixel format {color:?}"
         ))
-    })
+    })?;
+    Ok((gray, dpi))
 }
 
 /// Converts the pixel layouts scanners produce (bilevel, gray, RGB, CMYK, with or without

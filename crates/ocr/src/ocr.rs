@@ -44,6 +44,8 @@ pub(crate) struct OcrPool {
     keep: usize,
     idle: Mutex<Vec<Engines>>,
     ocr_calls: AtomicU64,
+    /// Recognition engines loaded so far: what the page budget keeps from growing.
+    engines_loaded: AtomicU64,
     /// OCR threads still running after their caller gave up on them.
     stragglers: AtomicU64,
     /// Set once the `osd` data failed to load, so it is not retried on every page.
@@ -59,6 +61,7 @@ impl OcrPool {
             keep: opts.threads.max(1),
             idle: Mutex::new(Vec::new()),
             ocr_calls: AtomicU64::new(0),
+            engines_loaded: AtomicU64::new(0),
             stragglers: AtomicU64::new(0),
             osd_missing: AtomicBool::new(false),
         }
@@ -66,6 +69,10 @@ impl OcrPool {
 
     pub fn ocr_calls(&self) -> u64 {
         self.ocr_calls.load(Ordering::Relaxed)
+    }
+
+    pub fn engines_loaded(&self) -> u64 {
+        self.engines_loaded.load(Ordering::Relaxed)
     }
 
     fn take(&self) -> Engines {
@@ -225,14 +232,16 @@ fn recognize(
     let budget = remaining(deadline, page_no)?;
     let tess = match &mut engines.ocr {
         Some(t) => t,
-        None => engines.ocr.insert(
-            Tess::new(
+        None => {
+            let t = Tess::new(
                 &pool.languages,
                 capi::TessOcrEngineMode_OEM_DEFAULT,
                 capi::TessPageSegMode_PSM_AUTO,
             )
-            .map_err(ReadError::Retryable)?,
-        ),
+            .map_err(ReadError::Retryable)?;
+            pool.engines_loaded.fetch_add(1, Ordering::Relaxed);
+            engines.ocr.insert(t)
+        }
     };
     pool.ocr_calls.fetch_add(1, Ordering::Relaxed);
     match tess.recognize(img, dpi, budget) {

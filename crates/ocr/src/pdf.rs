@@ -138,26 +138,38 @@ impl TextLayer {
     }
 }
 
-/// Runs `pdftotext -bbox-layout` on one page (1-based `page`).
-pub(crate) fn text_layer(
+/// Most bytes `pdftotext -bbox-layout` may print for one file: a dense page is ≈50–60 KB of
+/// XHTML, so this is far above 500 real pages and still bounds what a hostile file can make
+/// the reader hold.
+const MAX_TEXT_LAYER_OUTPUT: usize = 128 << 20;
+
+/// Runs `pdftotext -bbox-layout` once for pages `1..=last_page` (fewer when the document is
+/// shorter) and returns one layer per page, in order: one process per file rather than per
+/// page, because on text PDFs the process start is most of the cost.
+pub(crate) fn text_layers(
     path: &Path,
-    page: u32,
+    last_page: u32,
     timeout: Duration,
-) -> Result<TextLayer, ReadError> {
+) -> Result<Vec<TextLayer>, ReadError> {
     let mut cmd = Command::new("pdftotext");
     cmd.arg("-bbox-layout")
-        .args(["-f", &page.to_string(), "-l", &page.to_string()])
+        .args(["-f", "1", "-l", &last_page.max(1).to_string()])
         .arg(path_arg(path).as_ref())
         .arg("-");
-    let what = format!("page {page}");
-    let out = run(cmd, timeout, 64 << 20).map_err(|e| child_error("pdftotext", &what, e))?;
+    let out = run(cmd, timeout, MAX_TEXT_LAYER_OUTPUT).map_err(|e| match e {
+        RunError::Timeout => {
+            ReadError::Terminal("reading the text layer took longer than the page timeout".into())
+        }
+        e => child_error("pdftotext", "", e),
+    })?;
     Ok(parse_bbox_layout(&String::from_utf8_lossy(&out)))
 }
 
-/// Parses pdftotext's `-bbox-layout` XHTML for one page. pdftotext escapes `<`, `>` and `&`
-/// in text, so a tag scan is exact; unknown tags are skipped.
-pub(crate) fn parse_bbox_layout(xml: &str) -> TextLayer {
-    let mut words = Vec::new();
+/// Parses pdftotext's `-bbox-layout` XHTML: one layer per `<page>`, lines numbered from 0 on
+/// each page. pdftotext escapes `<`, `>` and `&` in text, so a tag scan is exact; unknown tags
+/// are skipped.
+pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
+    let mut pages: Vec<TextLayer> = Vec::new();
     let (mut page_w, mut page_h) = (0.0f32, 0.0f32);
     let mut line: Option<u32> = None;
     let mut next_line = 0u32;
@@ -175,6 +187,9 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> TextLayer {
             "page" => {
                 page_w = attr(tag, "width").unwrap_or(0.0);
                 page_h = attr(tag, "height").unwrap_or(0.0);
+                pages.push(TextLayer::default());
+                line = None;
+                next_line = 0;
             }
             "line" => {
                 line = Some(next_line);
@@ -184,6 +199,9 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> TextLayer {
                 let end = rest.find("</word>").unwrap_or(rest.len());
                 let text = unescape(rest[..end].trim());
                 rest = &rest[end..];
+                let Some(page) = pages.last_mut() else {
+                    continue;
+                };
                 if text.is_empty() || page_w <= 0.0 || page_h <= 0.0 {
                     continue;
                 }
@@ -200,7 +218,7 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> TextLayer {
                     next_line += 1;
                     next_line - 1
                 });
-                words.push(Word {
+                page.words.push(Word {
                     text,
                     bbox,
                     confidence: 1.0,
@@ -210,7 +228,7 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> TextLayer {
             _ => {}
         }
     }
-    TextLayer { words }
+    pages
 }
 
 fn attr(tag: &str, key: &str) -> Option<f32> {
@@ -380,7 +398,9 @@ mod tests {
         <line xMin="10" yMin="30" xMax="90" yMax="40">
           <word xMin="10" yMin="30" xMax="300" yMax="40">42</word>
         </line></block></flow></page></doc></body></html>"#;
-        let layer = parse_bbox_layout(xml);
+        let pages = parse_bbox_layout(xml);
+        assert_eq!(pages.len(), 1);
+        let layer = &pages[0];
         let texts: Vec<(&str, u32)> = layer
             .words
             .iter()
@@ -398,6 +418,34 @@ mod tests {
         );
         assert_eq!(layer.words[2].bbox.x1, 1.0, "clamped");
         assert_eq!(layer.alphanumerics(), 9 + 3 + 2);
+    }
+
+    #[test]
+    fn bbox_layout_gives_one_layer_per_page_blank_ones_included() {
+        let xml = r#"<doc><page width="100" height="100"><flow><block><line>
+            <word xMin="10" yMin="10" xMax="20" yMax="20">one</word></line><line>
+            <word xMin="10" yMin="30" xMax="20" yMax="40">two</word></line></block></flow></page>
+            <page width="100" height="100">
+            </page>
+            <page width="200" height="100"><flow><block><line>
+            <word xMin="20" yMin="10" xMax="40" yMax="20">three</word></line></block></flow></page></doc>"#;
+        let pages = parse_bbox_layout(xml);
+        let words = |i: usize| -> Vec<(&str, u32)> {
+            pages[i]
+                .words
+                .iter()
+                .map(|w| (w.text.as_str(), w.line))
+                .collect()
+        };
+        assert_eq!(pages.len(), 3);
+        assert_eq!(words(0), vec![("one", 0), ("two", 1)]);
+        assert!(pages[1].words.is_empty());
+        assert_eq!(words(2), vec![("three", 0)], "lines restart on each page");
+        assert_eq!(
+            pages[2].words[0].bbox.x0, 0.1,
+            "boxes use their own page's size"
+        );
+        assert!(parse_bbox_layout("<word>orphan</word>").is_empty());
     }
 
     #[test]

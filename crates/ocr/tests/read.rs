@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{encode, pdf, render, skew, tiff, Page, INVOICE};
+use common::{encode, pdf, png_with_dpi, render, skew, tiff, tiff_with_dpi, Page, INVOICE};
 use image::{GrayImage, ImageFormat};
 use ironclad_core::media::MediaType;
 use ironclad_core::page::{PageText, ReadMethod};
@@ -329,6 +329,90 @@ fn second_read_of_the_same_file_hits_the_cache() {
     );
     assert_invoice(&fra.read_bytes(&png, MediaType::Png).unwrap()[0]);
     assert_eq!(fra.ocr_calls(), 1);
+}
+
+#[test]
+fn the_resolution_an_image_records_reaches_tesseract() {
+    // The pixel-keyed cache entry includes the resolution hint Tesseract was given, so which
+    // readings share an entry shows which hint each file produced.
+    let dir = tempfile::tempdir().unwrap();
+    let cache: Arc<dyn PageCache> = Arc::new(DirPageCache::new(dir.path()).unwrap());
+    let r = PageReader::new(opts(), Some(cache));
+    let from_png = r
+        .read_bytes(&png_with_dpi(invoice_scan(), 150), MediaType::Png)
+        .unwrap();
+    assert_invoice(&from_png[0]);
+    assert_eq!(r.ocr_calls(), 1);
+    let from_tiff = r
+        .read_bytes(&tiff_with_dpi(invoice_scan(), 150), MediaType::Tiff)
+        .unwrap();
+    assert_eq!(r.ocr_calls(), 1, "both record 150 DPI: one reading");
+    assert_eq!(from_tiff[0].words, from_png[0].words);
+    // The same pixels with no recorded resolution are read without a hint: another reading.
+    r.read_bytes(&encode(invoice_scan(), ImageFormat::Png), MediaType::Png)
+        .unwrap();
+    assert_eq!(r.ocr_calls(), 2);
+    // A software default (72 DPI) is no better than nothing: same entry as no hint.
+    r.read_bytes(&png_with_dpi(invoice_scan(), 72), MediaType::Png)
+        .unwrap();
+    assert_eq!(r.ocr_calls(), 2);
+}
+
+#[test]
+fn concurrent_calls_share_one_page_budget() {
+    // Six files read at once by six callers on a reader with 2 threads: every page is read
+    // right, and no more engines are loaded than one file alone would load.
+    let shifted = |dx: i64| {
+        let src = invoice_scan();
+        GrayImage::from_fn(src.width(), src.height(), |x, y| {
+            let sx = x as i64 - dx;
+            if sx < 0 || sx >= i64::from(src.width()) {
+                image::Luma([255])
+            } else {
+                *src.get_pixel(sx as u32, y)
+            }
+        })
+    };
+    let scans: Vec<GrayImage> = (0..6).map(|i| shifted(i * 7)).collect();
+    let files: Vec<(Vec<u8>, MediaType, usize)> = scans
+        .iter()
+        .enumerate()
+        .map(|(i, img)| match i % 3 {
+            0 => (encode(img, ImageFormat::Png), MediaType::Png, 1),
+            1 => (tiff(&[img, img]), MediaType::Tiff, 2),
+            _ => (
+                pdf(&[Page::text(INVOICE, 12), Page::scan(img)]),
+                MediaType::Pdf,
+                2,
+            ),
+        })
+        .collect();
+    let r = reader();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .map(|(bytes, media, pages)| {
+                let r = &r;
+                s.spawn(move || {
+                    let read = r.read_bytes(bytes, *media).unwrap();
+                    assert_eq!(read.len(), *pages);
+                    let scanned = read.last().unwrap();
+                    assert_invoice(scanned);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+    println!("6 files, 8 scanned pages: {:?}", started.elapsed());
+    assert_eq!(r.ocr_calls(), 8, "every scanned page read once");
+    assert!(
+        r.engines_loaded() <= 2,
+        "{} engines for a budget of 2",
+        r.engines_loaded()
+    );
 }
 
 #[test]

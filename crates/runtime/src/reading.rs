@@ -1,6 +1,6 @@
 //! The real document step: read every page (text layer or OCR), then classify, segment and
 //! extract against the case's workflow. CPU-bound work runs on the blocking pool; the reader
-//! itself spreads one file's pages across its Tesseract threads.
+//! spreads scanned pages across its Tesseract threads, shared by every file being read.
 
 use ironclad_core::page::PageText;
 use ironclad_documents::processor::{
@@ -76,23 +76,20 @@ pub fn tesseract_languages(codes: &[String]) -> Option<String> {
 }
 
 /// Reads pages and applies a workflow.
+///
+/// Every job the worker runs at once reads its file at once: text-layer files never wait
+/// behind a long scan, and a one-page scan does not leave a core idle. What bounds CPU and
+/// memory is each reader's page budget (`ReadOptions::threads` scanned pages in flight, oldest
+/// file first), not a limit on files.
 pub struct ReadingProcessor {
     readers: ReaderPool,
     workflows: WorkflowSet,
-    /// One file is read at a time per process: a read already spreads its pages over every
-    /// core, and each concurrent read would bring its own Tesseract engines (~100 MB each).
-    /// The cost: a long scanned file delays the text-layer files queued behind it.
-    reading: tokio::sync::Semaphore,
 }
 
 impl ReadingProcessor {
     /// A processor reading with `readers` and applying `workflows`.
     pub fn new(readers: ReaderPool, workflows: WorkflowSet) -> Self {
-        Self {
-            readers,
-            workflows,
-            reading: tokio::sync::Semaphore::new(1),
-        }
+        Self { readers, workflows }
     }
 }
 
@@ -119,14 +116,12 @@ impl DocumentProcessor for ReadingProcessor {
             }
             let media = input.media_type;
             let wf = workflow.clone();
-            let _turn = self
-                .reading
-                .acquire()
-                .await
-                .map_err(|e| ProcessorError::Retryable(format!("reader closed: {e}")))?;
+            let path = input.blob_path.clone();
             let (pages, analysis) = tokio::task::spawn_blocking(
                 move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
-                    let pages = reader.read_bytes(&bytes, media)?;
+                    // Blobs are content-addressed and never rewritten: the verified bytes are
+                    // what poppler reads at `path`.
+                    let pages = reader.read_loaded(&path, &bytes, media)?;
                     let analysis = wf.map(|w| ironclad_extract::analyze(&w.workflow, &pages));
                     Ok((pages, analysis))
                 },

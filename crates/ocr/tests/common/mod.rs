@@ -227,6 +227,36 @@ pub fn tiff(pages: &[&GrayImage]) -> Vec<u8> {
     out.into_inner()
 }
 
+/// `img` as a PNG recording `dpi` in its `pHYs` chunk, as scanners write it.
+pub fn png_with_dpi(img: &GrayImage, dpi: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, img.width(), img.height());
+    enc.set_color(png::ColorType::Grayscale);
+    let per_metre = (f64::from(dpi) / 0.0254).round() as u32;
+    enc.set_pixel_dims(Some(png::PixelDimensions {
+        xppu: per_metre,
+        yppu: per_metre,
+        unit: png::Unit::Meter,
+    }));
+    let mut w = enc.write_header().expect("png header");
+    w.write_image_data(img.as_raw()).expect("png data");
+    drop(w);
+    out
+}
+
+/// A one-page TIFF recording `dpi` in its resolution tags.
+pub fn tiff_with_dpi(img: &GrayImage, dpi: u32) -> Vec<u8> {
+    use tiff::encoder::{colortype, Rational, TiffEncoder};
+    let mut out = Cursor::new(Vec::new());
+    let mut enc = TiffEncoder::new(&mut out).expect("tiff encoder");
+    let mut page = enc
+        .new_image::<colortype::Gray8>(img.width(), img.height())
+        .expect("tiff page");
+    page.resolution(tiff::tags::ResolutionUnit::Inch, Rational { n: dpi, d: 1 });
+    page.write_data(img.as_raw()).expect("tiff data");
+    out.into_inner()
+}
+
 /// `img` turned `degrees` clockwise about its centre onto a white canvas of the same size
 /// (bilinear), as a slightly crooked scan looks.
 pub fn skew(img: &GrayImage, degrees: f64) -> GrayImage {
