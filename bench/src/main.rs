@@ -305,8 +305,9 @@ fn summarize(results: &Value) -> (Value, String) {
 
 fn main() -> ExitCode {
     // libgomp reads OMP_THREAD_LIMIT when it loads: re-exec with it set before anything else
-    // (Tesseract is linked in for the `ocr` mode; without it OCR is 5–6× slower on 2 cores).
-    ironclad_ocr::ensure_omp_thread_limit();
+    // (Tesseract is linked in for the `ocr` mode; without it OCR is 5–6× slower on 2 cores),
+    // and cap malloc arenas as the `ironclad` binary does.
+    ironclad_ocr::prepare_process();
     let cli = Cli::parse();
     if let Some(Sub::OcrWorker(args)) = &cli.command {
         return ocr::worker(args);
