@@ -273,6 +273,7 @@ fn worker_job(args: &WorkerArgs) -> anyhow::Result<Value> {
         "pages_per_s": round3(pages.len() as f64 / wall.max(1e-9)),
         "ocr_calls": reader.ocr_calls(),
         "engines_loaded": reader.engines_loaded(),
+        "pages_rendered_in_process": reader.pages_rendered_in_process(),
         "words": words,
         "mean_confidence": round3(conf),
         "rotated_pages": rotated,

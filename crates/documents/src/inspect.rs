@@ -16,6 +16,14 @@ mod tiff;
 use crate::sniff::{describe_unsupported, sniff};
 use ironclad_core::media::MediaType;
 
+/// Parses an untrusted PDF with `lopdf` after the same checks as [`inspect`] (complete, not
+/// encrypted, bounded nesting and inflation, every page resolves, at most `max_pages`), and
+/// returns the document with its page count. `lopdf` is not hardened on its own: reach it only
+/// through this.
+pub fn load_pdf(bytes: &[u8], max_pages: u32) -> Result<(lopdf::Document, u32), InspectError> {
+    pdf::load_checked(bytes, max_pages)
+}
+
 /// Limits applied while inspecting one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InspectLimits {

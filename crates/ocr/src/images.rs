@@ -20,6 +20,27 @@ pub(crate) fn decode_single(
     format: ImageFormat,
     max_pixels: u64,
 ) -> Result<(Gray, Option<u32>), ReadError> {
+    let img = decode(bytes, format, max_pixels, true)?;
+    let dpi = match format {
+        ImageFormat::Png => resolution::png_dpi(bytes),
+        ImageFormat::Jpeg => resolution::jpeg_dpi(bytes),
+        _ => None,
+    };
+    Ok((img, dpi))
+}
+
+/// Decodes a JPEG embedded in a PDF: a PDF draws the pixels as they are stored, so an EXIF
+/// orientation tag is ignored (as PDF viewers do).
+pub(crate) fn decode_embedded_jpeg(bytes: &[u8], max_pixels: u64) -> Result<Gray, ReadError> {
+    decode(bytes, ImageFormat::Jpeg, max_pixels, false)
+}
+
+fn decode(
+    bytes: &[u8],
+    format: ImageFormat,
+    max_pixels: u64,
+    apply_orientation: bool,
+) -> Result<Gray, ReadError> {
     let name = format!("{format:?}").to_uppercase();
     let bad = |e: image::ImageError| {
         ReadError::Terminal(format!("page 1: the {name} image cannot be decoded: {e}"))
@@ -37,16 +58,16 @@ pub(crate) fn decode_single(
         .map_err(|e| oversize_or(e, &name, max_pixels, bad))?;
     let (w, h) = decoder.dimensions();
     check_pixels(w, h, max_pixels, 1)?;
-    let orientation = decoder.orientation().map_err(bad)?;
+    let orientation = apply_orientation
+        .then(|| decoder.orientation())
+        .transpose()
+        .map_err(bad)?;
     let mut img =
         DynamicImage::from_decoder(decoder).map_err(|e| oversize_or(e, &name, max_pixels, bad))?;
-    img.apply_orientation(orientation);
-    let dpi = match format {
-        ImageFormat::Png => resolution::png_dpi(bytes),
-        ImageFormat::Jpeg => resolution::jpeg_dpi(bytes),
-        _ => None,
-    };
-    Ok((to_gray(img), dpi))
+    if let Some(orientation) = orientation {
+        img.apply_orientation(orientation);
+    }
+    Ok(to_gray(img))
 }
 
 fn oversize_or(

@@ -81,6 +81,7 @@ mod ocr;
 mod pdf;
 mod process;
 mod resolution;
+mod scan_page;
 
 pub use cache::{DirPageCache, PageCache};
 
@@ -88,9 +89,10 @@ use gray::Gray;
 use ironclad_core::media::MediaType;
 use ironclad_core::page::{PageText, ReadMethod};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -171,6 +173,8 @@ pub struct PageReader {
     /// Turns for scanned pages, shared by every concurrent call: at most `threads` pages are
     /// rendered and recognized at once.
     budget: budget::PageBudget,
+    /// Scanned PDF pages rendered in-process rather than by `pdftoppm`.
+    rendered_in_process: AtomicU64,
 }
 
 impl std::fmt::Debug for PageReader {
@@ -194,6 +198,8 @@ enum Source<'a> {
     Pdf {
         path: &'a Path,
         sizes: Vec<Option<pdf::PageSize>>,
+        /// Pages that are one JPEG over the page, rendered in-process.
+        plain: HashMap<u32, scan_page::PlainScan>,
     },
     Image {
         bytes: &'a [u8],
@@ -212,6 +218,7 @@ impl PageReader {
             cache,
             ocr: Arc::new(ocr::OcrPool::new(&opts)),
             budget: budget::PageBudget::new(opts.threads),
+            rendered_in_process: AtomicU64::new(0),
             opts,
         }
     }
@@ -225,6 +232,12 @@ impl PageReader {
     /// rotated page may count twice). Cache hits and text-layer pages count nothing.
     pub fn ocr_calls(&self) -> u64 {
         self.ocr.ocr_calls()
+    }
+
+    /// How many scanned PDF pages were plain scans (one JPEG over the page) rendered
+    /// in-process rather than by `pdftoppm`.
+    pub fn pages_rendered_in_process(&self) -> u64 {
+        self.rendered_in_process.load(Ordering::Relaxed)
     }
 
     /// How many recognition engines (≈50–100 MB each) this reader has loaded: at most
@@ -341,12 +354,19 @@ impl PageReader {
             .filter_map(|(i, p)| p.is_none().then_some(i))
             .collect();
         if !scanned.is_empty() {
-            // Page sizes, for the pixel limit before rendering.
-            let info = pdf::pdf_info(path, max_pages, timeout)?;
-            let source = Source::Pdf {
-                path,
-                sizes: info.sizes,
+            let plain = scan_page::plain_scans(bytes, &scanned, pages.len(), max_pages);
+            // Page sizes, for the pixel limit before rendering: plain scans know theirs.
+            let mut sizes = if scanned.iter().all(|i| plain.contains_key(i)) {
+                vec![None; pages.len()]
+            } else {
+                pdf::pdf_info(path, max_pages, timeout)?.sizes
             };
+            for (&i, scan) in &plain {
+                if let Some(slot) = sizes.get_mut(i as usize) {
+                    *slot = Some(scan.size);
+                }
+            }
+            let source = Source::Pdf { path, sizes, plain };
             for page in self.read_scans(&source, call, &scanned)? {
                 let slot = pages.get_mut(page.index as usize);
                 if let Some(slot) = slot {
@@ -453,7 +473,7 @@ impl PageReader {
         let deadline = Instant::now() + self.opts.page_timeout;
         let max_pixels = self.opts.max_pixels_per_page;
         let (img, dpi) = match source {
-            Source::Pdf { path, sizes } => {
+            Source::Pdf { path, sizes, plain } => {
                 let size = sizes
                     .get(index as usize)
                     .copied()
@@ -471,13 +491,19 @@ impl PageReader {
                         size.width_pt, size.height_pt
                     )));
                 }
-                let img = pdf::render_page(
-                    path,
-                    page_no,
-                    dpi,
-                    max_pixels,
-                    remaining(deadline, page_no)?,
-                )?;
+                let img = match plain.get(&index).and_then(|p| p.render(dpi, max_pixels)) {
+                    Some(img) => {
+                        self.rendered_in_process.fetch_add(1, Ordering::Relaxed);
+                        img
+                    }
+                    None => pdf::render_page(
+                        path,
+                        page_no,
+                        dpi,
+                        max_pixels,
+                        remaining(deadline, page_no)?,
+                    )?,
+                };
                 (img, Some(dpi))
             }
             Source::Image { bytes, format } => images::decode_single(bytes, *format, max_pixels)?,
@@ -498,8 +524,9 @@ impl PageReader {
         index: u32,
         deadline: Instant,
     ) -> Result<PageText, ReadError> {
-        let pixel_key = self.pixel_key(&img, dpi);
-        if let Some(hit) = self.cache_get(&pixel_key, index) {
+        // Hashing 8.7 MP costs ≈10 ms a page: only worth it with a cache to ask.
+        let pixel_key = self.cache.is_some().then(|| self.pixel_key(&img, dpi));
+        if let Some(hit) = pixel_key.as_ref().and_then(|k| self.cache_get(k, index)) {
             return Ok(hit);
         }
         let (rotation, words) = ocr::read_with_deadline(&self.ocr, img, dpi, index + 1, deadline)?;
@@ -510,8 +537,8 @@ impl PageReader {
             rotation,
             words,
         };
-        if let Some(cache) = &self.cache {
-            cache.put(&pixel_key, &page);
+        if let (Some(cache), Some(key)) = (&self.cache, &pixel_key) {
+            cache.put(key, &page);
         }
         Ok(page)
     }
@@ -628,15 +655,18 @@ pub const MALLOC_ARENAS: i32 = 2;
 
 /// Prepares the process for reading pages: [`ensure_omp_thread_limit`] (which may re-execute
 /// the process), then caps glibc's malloc arenas at [`MALLOC_ARENAS`] so the memory of many
-/// reading threads stays bounded (no effect on other C libraries).
+/// reading threads stays bounded, unless `MALLOC_ARENA_MAX` is set in the environment (an
+/// explicit choice wins). No effect with other C libraries.
 ///
 /// Call it **first thing in `main`**, before any thread starts.
 pub fn prepare_process() {
     ensure_omp_thread_limit();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; called before threads start.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only changes allocator parameters; called before threads start.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+        }
     }
 }
 

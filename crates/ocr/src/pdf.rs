@@ -24,8 +24,14 @@ pub(crate) struct PageSize {
 impl PageSize {
     /// Pixels `pdftoppm -r dpi` produces (it rounds each side up).
     pub fn pixels_at(&self, dpi: u32) -> u64 {
+        let (w, h) = self.pixel_dims(dpi);
+        w.saturating_mul(h)
+    }
+
+    /// Width and height `pdftoppm -r dpi` renders this page at.
+    pub fn pixel_dims(&self, dpi: u32) -> (u64, u64) {
         let side = |pt: f64| (pt * f64::from(dpi) / 72.0).ceil().clamp(0.0, 1e12) as u64;
-        side(self.width_pt).saturating_mul(side(self.height_pt))
+        (side(self.width_pt), side(self.height_pt))
     }
 }
 

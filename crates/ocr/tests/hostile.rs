@@ -50,6 +50,7 @@ fn pdf_with_a_huge_page_is_refused_without_rendering() {
         lines: &[],
         font_size: 12,
         image: None,
+        jpeg: false,
     }]);
     let m = refused(&doc, MediaType::Pdf, QUICK);
     assert!(

@@ -332,6 +332,41 @@ fn second_read_of_the_same_file_hits_the_cache() {
 }
 
 #[test]
+fn jpeg_scans_are_rendered_in_process_and_anything_more_by_poppler() {
+    let r = reader();
+    // One JPEG over the page: decoded and scaled here, no pdftoppm.
+    let plain = r
+        .read_bytes(&pdf(&[Page::jpeg_scan(invoice_scan())]), MediaType::Pdf)
+        .unwrap();
+    assert_invoice(&plain[0]);
+    assert_eq!(r.pages_rendered_in_process(), 1);
+    // The same scan with a little text drawn over it (below the text-layer threshold, so
+    // still a scanned page): pdftoppm renders it, text included.
+    let stamped = Page {
+        lines: &["PAID"],
+        ..Page::jpeg_scan(invoice_scan())
+    };
+    let mixed = r.read_bytes(&pdf(&[stamped]), MediaType::Pdf).unwrap();
+    assert_eq!(mixed[0].method, ReadMethod::Ocr);
+    // The stamp lands on the first line ("PAID" over "INVOICE"): drawn, so read.
+    assert_ne!(mixed[0].text(), plain[0].text());
+    assert!(
+        mixed[0].text().contains("MSCU1234565"),
+        "{}",
+        mixed[0].text()
+    );
+    assert_eq!(
+        r.pages_rendered_in_process(),
+        1,
+        "the stamped page went to pdftoppm"
+    );
+    // Raw (uncompressed) image samples are left to pdftoppm too.
+    r.read_bytes(&pdf(&[Page::scan(invoice_scan())]), MediaType::Pdf)
+        .unwrap();
+    assert_eq!(r.pages_rendered_in_process(), 1);
+}
+
+#[test]
 fn the_resolution_an_image_records_reaches_tesseract() {
     // The pixel-keyed cache entry includes the resolution hint Tesseract was given, so which
     // readings share an entry shows which hint each file produced.
@@ -413,6 +448,34 @@ fn concurrent_calls_share_one_page_budget() {
         "{} engines for a budget of 2",
         r.engines_loaded()
     );
+}
+
+#[test]
+fn a_text_layer_file_does_not_wait_behind_a_scan() {
+    // One OCR turn, taken by a three-page scan; a text PDF read meanwhile needs no turn.
+    let r = PageReader::new(
+        ReadOptions {
+            threads: 1,
+            ..opts()
+        },
+        None,
+    );
+    let scan = tiff(&[invoice_scan(), invoice_scan(), invoice_scan()]);
+    let text = pdf(&[Page::text(INVOICE, 12)]);
+    let started = Instant::now();
+    let (scan_done, text_done) = std::thread::scope(|s| {
+        let long = s.spawn(|| {
+            r.read_bytes(&scan, MediaType::Tiff).unwrap();
+            started.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let pages = r.read_bytes(&text, MediaType::Pdf).unwrap();
+        assert_eq!(pages[0].method, ReadMethod::TextLayer);
+        let text_done = started.elapsed();
+        (long.join().unwrap(), text_done)
+    });
+    println!("text PDF after {text_done:?}, scan after {scan_done:?}");
+    assert!(text_done < scan_done, "{text_done:?} vs {scan_done:?}");
 }
 
 #[test]

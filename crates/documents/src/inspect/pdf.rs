@@ -21,6 +21,12 @@ const EOF_WINDOW: usize = 1024;
 /// Counts the pages of a PDF, refusing truncated, damaged and encrypted files. A file whose
 /// page tree declares more than `max_pages` is refused before the full parse.
 pub(super) fn count_pages(bytes: &[u8], max_pages: u32) -> Result<u32, InspectError> {
+    load_checked(bytes, max_pages).map(|(_, pages)| pages)
+}
+
+/// Parses a PDF with `lopdf` behind every check [`count_pages`] makes, for callers that need
+/// the document's objects: the document and its page count.
+pub(super) fn load_checked(bytes: &[u8], max_pages: u32) -> Result<(Document, u32), InspectError> {
     let tail = &bytes[bytes.len().saturating_sub(EOF_WINDOW)..];
     if memchr::memmem::find(tail, b"%%EOF").is_none() {
         return Err(InspectError::unreadable(
@@ -54,7 +60,8 @@ pub(super) fn count_pages(bytes: &[u8], max_pages: u32) -> Result<u32, InspectEr
     if document.trailer.has(b"Encrypt") {
         return Err(InspectError::Encrypted);
     }
-    walk_page_tree(&document)
+    let pages = walk_page_tree(&document)?;
+    Ok((document, pages))
 }
 
 /// Parses with `lopdf` under the object-stream guard. A panic inside `lopdf` (it has

@@ -36,6 +36,8 @@ pub struct Page<'a> {
     pub lines: &'a [&'a str],
     pub font_size: u32,
     pub image: Option<&'a GrayImage>,
+    /// Embed the image as a JPEG (`DCTDecode`, as scanners write) instead of raw samples.
+    pub jpeg: bool,
 }
 
 impl<'a> Page<'a> {
@@ -47,6 +49,7 @@ impl<'a> Page<'a> {
             lines,
             font_size,
             image: None,
+            jpeg: false,
         }
     }
 
@@ -58,6 +61,15 @@ impl<'a> Page<'a> {
             lines: &[],
             font_size: 12,
             image: Some(image),
+            jpeg: false,
+        }
+    }
+
+    /// A US-letter page showing only this image as a JPEG: a scan as scanners write it.
+    pub fn jpeg_scan(image: &'a GrayImage) -> Self {
+        Page {
+            jpeg: true,
+            ..Page::scan(image)
         }
     }
 }
@@ -76,15 +88,20 @@ pub fn pdf(pages: &[Page]) -> Vec<u8> {
         let mut resources = String::from("/Font << /F1 3 0 R >>");
         if let Some(img) = page.image {
             let img_id = objs.len() + 1;
+            let (data, filter) = if page.jpeg {
+                (encode(img, ImageFormat::Jpeg), "/Filter /DCTDecode ")
+            } else {
+                (img.as_raw().clone(), "")
+            };
             let mut obj = format!(
                 "<< /Type /XObject /Subtype /Image /Width {} /Height {} /ColorSpace /DeviceGray \
-                 /BitsPerComponent 8 /Length {} >>\nstream\n",
+                 /BitsPerComponent 8 {filter}/Length {} >>\nstream\n",
                 img.width(),
                 img.height(),
-                img.as_raw().len()
+                data.len()
             )
             .into_bytes();
-            obj.extend_from_slice(img.as_raw());
+            obj.extend_from_slice(&data);
             obj.extend_from_slice(b"\nendstream");
             objs.push(obj);
             resources.push_str(&format!(" /XObject << /Im1 {img_id} 0 R >>"));

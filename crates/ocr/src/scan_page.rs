@@ -1,0 +1,562 @@
+//! Scanned PDF pages rendered in-process: a page that draws nothing but one JPEG over the
+//! whole page is the JPEG, decoded and scaled to the rendering resolution.
+//!
+//! That is what a scanner or a phone app writes, and for it `pdftoppm` is mostly overhead: a
+//! process start, Splash's general image pipeline and an 8.7 MB pipe per 300-DPI page
+//! (85–116 ms of CPU a page here, ≈10 % of reading a scanned page). Decoding the JPEG with the
+//! pure-Rust decoder and scaling it with SIMD bilinear filtering gives the same pixels in a
+//! fraction of that (see the crate's benchmark notes), and a malformed JPEG is an error value
+//! rather than a crash.
+//!
+//! Only the plainest pages qualify, checked from the PDF's objects (parsed by `lopdf` behind
+//! the intake's guard): a content stream of nothing but `q`/`Q`/`cm` and one `Do`, the image
+//! exactly covering a page whose crop box is its media box, no rotation, no annotations, an
+//! 8-bit gray or RGB `DCTDecode` image without masks or decode arrays. Every other page, and
+//! any page whose JPEG turns out not to match its dictionary, is rendered by `pdftoppm` as
+//! before: this is a shortcut, never a second renderer with its own idea of a page.
+
+use crate::gray::Gray;
+use crate::images::decode_embedded_jpeg;
+use crate::pdf::PageSize;
+use fast_image_resize::images::Image as ResizeImage;
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use lopdf::{Dictionary, Document, Object, ObjectId};
+use std::collections::HashMap;
+use std::io::Read;
+
+/// Largest content stream a plain scan page has (`q 595.2 0 0 842.4 0 0 cm /Im0 Do Q` is 40
+/// bytes); anything longer draws more than one image.
+const MAX_PLAIN_CONTENT: u64 = 4096;
+/// How far, in points, the image may be from covering the page exactly (writers round).
+const FIT_TOLERANCE_PT: f64 = 0.5;
+/// Deepest page tree walked up for inherited attributes (the tree is checked loop-free).
+const MAX_TREE_DEPTH: usize = 64;
+
+/// A scanned page that is one JPEG over the whole page.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PlainScan {
+    jpeg: Vec<u8>,
+    width: u32,
+    height: u32,
+    /// The page's size (its media box, which is also its crop box).
+    pub size: PageSize,
+}
+
+/// The pages among `indices` (0-based) of the PDF `bytes`, which poppler counted `pages`
+/// pages in, that are plain scans. Best effort: a document the guarded loader refuses, or
+/// whose page count differs from poppler's (then page numbers could point at different
+/// pages), yields none; a page that does not qualify is absent. Those go to `pdftoppm`.
+pub(crate) fn plain_scans(
+    bytes: &[u8],
+    indices: &[u32],
+    pages: usize,
+    max_pages: u32,
+) -> HashMap<u32, PlainScan> {
+    let Ok((doc, count)) = ironclad_documents::inspect::load_pdf(bytes, max_pages) else {
+        return HashMap::new();
+    };
+    if count as usize != pages {
+        return HashMap::new();
+    }
+    let pages = doc.get_pages();
+    indices
+        .iter()
+        .filter_map(|&i| {
+            let id = *pages.get(&(i + 1))?;
+            plain_scan(&doc, id).map(|scan| (i, scan))
+        })
+        .collect()
+}
+
+impl PlainScan {
+    /// The page at `dpi` in 8-bit gray, `pdftoppm -r dpi -gray -cropbox`'s size: the JPEG
+    /// decoded and, when its resolution differs, scaled as poppler scales (bilinear up to 4×,
+    /// nearest beyond, box averaging down). `None` when the JPEG does not decode to the size
+    /// and kind its dictionary declares: the caller then renders the page with `pdftoppm`.
+    pub fn render(&self, dpi: u32, max_pixels: u64) -> Option<Gray> {
+        let (w, h) = self.size.pixel_dims(dpi);
+        let (w, h) = (u32::try_from(w).ok()?, u32::try_from(h).ok()?);
+        if u64::from(w) * u64::from(h) > max_pixels || w == 0 || h == 0 {
+            return None;
+        }
+        let img = decode_embedded_jpeg(&self.jpeg, max_pixels).ok()?;
+        if (img.width, img.height) != (self.width, self.height) {
+            return None;
+        }
+        if (img.width, img.height) == (w, h) {
+            return Some(img);
+        }
+        let up = w as f64 / img.width as f64;
+        let filter = if up >= 4.0 {
+            ResizeAlg::Nearest
+        } else if up > 1.0 {
+            ResizeAlg::Convolution(FilterType::Bilinear)
+        } else {
+            ResizeAlg::Convolution(FilterType::Box)
+        };
+        let src =
+            ResizeImage::from_vec_u8(img.width, img.height, img.pixels, PixelType::U8).ok()?;
+        let mut dst = ResizeImage::new(w, h, PixelType::U8);
+        Resizer::new()
+            .resize(&src, &mut dst, &ResizeOptions::new().resize_alg(filter))
+            .ok()?;
+        Gray::new(w, h, dst.into_vec())
+    }
+}
+
+/// The page `id` as a plain scan, if it is one.
+fn plain_scan(doc: &Document, id: ObjectId) -> Option<PlainScan> {
+    let page = doc.get_dictionary(id).ok()?;
+    let inherited = |key: &[u8]| inherited(doc, page, key);
+    // Rotated pages, annotations (stamps, form fields) and scaled units draw more than the image.
+    let rotate = inherited(b"Rotate").map_or(Some(0), |r| r.as_i64().ok())?;
+    if rotate.rem_euclid(360) != 0 || page.has(b"UserUnit") || has_annotations(doc, page) {
+        return None;
+    }
+    let media = rect(doc, inherited(b"MediaBox")?)?;
+    if let Some(crop) = inherited(b"CropBox") {
+        let crop = rect(doc, crop)?;
+        if !media
+            .iter()
+            .zip(&crop)
+            .all(|(a, b)| (a - b).abs() <= FIT_TOLERANCE_PT)
+        {
+            return None;
+        }
+    }
+    let (name, ctm) = single_image_draw(&page_content(doc, page)?)?;
+    // The unit square the image fills, mapped by the CTM: upright, unskewed, covering the page.
+    let [a, b, c, d, e, f] = ctm;
+    let drawn = [e, f, e + a, f + d];
+    if b != 0.0 || c != 0.0 || a <= 0.0 || d <= 0.0 {
+        return None;
+    }
+    if !media
+        .iter()
+        .zip(&drawn)
+        .all(|(m, i)| (m - i).abs() <= FIT_TOLERANCE_PT)
+    {
+        return None;
+    }
+    let resources = inherited(b"Resources")?;
+    let xobjects = deref(
+        doc,
+        deref(doc, resources)?
+            .as_dict()
+            .ok()?
+            .get(b"XObject")
+            .ok()?,
+    )?;
+    let image = deref(doc, xobjects.as_dict().ok()?.get(&name).ok()?)?
+        .as_stream()
+        .ok()?;
+    let (width, height) = plain_jpeg_image(doc, &image.dict)?;
+    Some(PlainScan {
+        jpeg: image.content.clone(),
+        width,
+        height,
+        size: PageSize {
+            width_pt: media[2] - media[0],
+            height_pt: media[3] - media[1],
+        },
+    })
+}
+
+/// An attribute of the page or, for the inheritable ones, of its nearest ancestor.
+fn inherited<'a>(doc: &'a Document, page: &'a Dictionary, key: &[u8]) -> Option<&'a Object> {
+    let mut node = page;
+    for _ in 0..MAX_TREE_DEPTH {
+        if let Ok(v) = node.get(key) {
+            return Some(v);
+        }
+        let parent = node.get(b"Parent").and_then(Object::as_reference).ok()?;
+        node = doc.get_dictionary(parent).ok()?;
+    }
+    None
+}
+
+fn deref<'a>(doc: &'a Document, obj: &'a Object) -> Option<&'a Object> {
+    doc.dereference(obj).ok().map(|(_, o)| o)
+}
+
+fn has_annotations(doc: &Document, page: &Dictionary) -> bool {
+    match page.get(b"Annots") {
+        Err(_) => false,
+        // An unreadable /Annots counts as present: pdftoppm decides what it draws.
+        Ok(annots) => deref(doc, annots)
+            .and_then(|a| a.as_array().ok())
+            .is_none_or(|list| !list.is_empty()),
+    }
+}
+
+/// A rectangle `[x0 y0 x1 y1]`, normalized, in points rounded to 1/1000 (lopdf keeps reals as
+/// `f32`; poppler reads them as `f64`: `595.2` must stay 2480 pixels at 300 DPI, not 2481).
+fn rect(doc: &Document, obj: &Object) -> Option<[f64; 4]> {
+    let nums: Vec<f64> = deref(doc, obj)?
+        .as_array()
+        .ok()?
+        .iter()
+        .map(|v| {
+            deref(doc, v)
+                .and_then(|v| v.as_float().ok())
+                .map(millipoints)
+        })
+        .collect::<Option<_>>()?;
+    let [x0, y0, x1, y1] = <[f64; 4]>::try_from(nums).ok()?;
+    let r = [x0.min(x1), y0.min(y1), x0.max(x1), y0.max(y1)];
+    r.iter().all(|v| v.is_finite()).then_some(r)
+}
+
+fn millipoints(v: f32) -> f64 {
+    (f64::from(v) * 1000.0).round() / 1000.0
+}
+
+/// The page's content streams, concatenated and inflated within [`MAX_PLAIN_CONTENT`] bytes:
+/// `None` when longer, or encoded other than plainly or with `FlateDecode`.
+fn page_content(doc: &Document, page: &Dictionary) -> Option<Vec<u8>> {
+    let contents = deref(doc, page.get(b"Contents").ok()?)?;
+    let parts: Vec<&Object> = match contents {
+        Object::Array(list) => list.iter().collect(),
+        other => vec![other],
+    };
+    let mut out = Vec::new();
+    for part in parts {
+        let stream = deref(doc, part)?.as_stream().ok()?;
+        let room = MAX_PLAIN_CONTENT.saturating_sub(out.len() as u64);
+        let filters = stream.filters().unwrap_or_default();
+        match filters.as_slice() {
+            [] if !stream.dict.has(b"Filter") => {
+                if stream.content.len() as u64 > room {
+                    return None;
+                }
+                out.extend_from_slice(&stream.content);
+            }
+            [only] if *only == b"FlateDecode" && !stream.dict.has(b"DecodeParms") => {
+                let mut inflated = Vec::new();
+                flate2::read::ZlibDecoder::new(stream.content.as_slice())
+                    .take(room + 1)
+                    .read_to_end(&mut inflated)
+                    .ok()?;
+                if inflated.len() as u64 > room {
+                    return None;
+                }
+                out.extend_from_slice(&inflated);
+            }
+            _ => return None,
+        }
+        // Streams are concatenated as if separated by white space.
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
+/// A content stream that only saves and restores state, concatenates matrices and draws one
+/// XObject: that XObject's name and the matrix in force when it is drawn.
+fn single_image_draw(content: &[u8]) -> Option<(Vec<u8>, [f64; 6])> {
+    let ops = lopdf::content::Content::decode(content).ok()?.operations;
+    const IDENTITY: [f64; 6] = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
+    let mut ctm = IDENTITY;
+    let mut saved: Vec<[f64; 6]> = Vec::new();
+    let mut drawn = None;
+    for op in ops {
+        match (op.operator.as_str(), op.operands.as_slice()) {
+            ("q", []) => saved.push(ctm),
+            ("Q", []) => ctm = saved.pop()?,
+            ("cm", m) if m.len() == 6 => {
+                let m: Vec<f64> = m
+                    .iter()
+                    .map(|v| v.as_float().ok().map(f64::from))
+                    .collect::<Option<_>>()?;
+                ctm = multiply(&[m[0], m[1], m[2], m[3], m[4], m[5]], &ctm);
+            }
+            ("Do", [Object::Name(name)]) if drawn.is_none() => drawn = Some((name.clone(), ctm)),
+            _ => return None,
+        }
+    }
+    drawn
+}
+
+/// `m × n` for PDF matrices `[a b c d e f]` (row vectors: a point is transformed by `m`
+/// first, then by `n`).
+fn multiply(m: &[f64; 6], n: &[f64; 6]) -> [f64; 6] {
+    [
+        m[0] * n[0] + m[1] * n[2],
+        m[0] * n[1] + m[1] * n[3],
+        m[2] * n[0] + m[3] * n[2],
+        m[2] * n[1] + m[3] * n[3],
+        m[4] * n[0] + m[5] * n[2] + n[4],
+        m[4] * n[1] + m[5] * n[3] + n[5],
+    ]
+}
+
+/// The declared width and height of an image XObject that is an 8-bit gray or RGB JPEG drawn
+/// as it is: no mask, no soft mask, no decode array, nothing but `DCTDecode`.
+fn plain_jpeg_image(doc: &Document, dict: &Dictionary) -> Option<(u32, u32)> {
+    let get = |key: &[u8]| dict.get(key).ok().and_then(|o| deref(doc, o));
+    if get(b"Subtype")?.as_name().ok()? != b"Image" {
+        return None;
+    }
+    let dct_only = match get(b"Filter")? {
+        Object::Name(n) => n == b"DCTDecode",
+        Object::Array(list) => {
+            list.len() == 1 && list[0].as_name().is_ok_and(|n| n == b"DCTDecode")
+        }
+        _ => false,
+    };
+    if !dct_only
+        || ["SMask", "Mask", "Decode", "DecodeParms"]
+            .iter()
+            .any(|k| dict.has(k.as_bytes()))
+        || get(b"ImageMask").is_some_and(|m| m.as_bool().unwrap_or(true))
+        || get(b"BitsPerComponent")?.as_i64().ok()? != 8
+        || !gray_or_rgb(doc, get(b"ColorSpace")?)
+    {
+        return None;
+    }
+    let side = |key: &[u8]| {
+        u32::try_from(get(key)?.as_i64().ok()?)
+            .ok()
+            .filter(|&v| v > 0)
+    };
+    Some((side(b"Width")?, side(b"Height")?))
+}
+
+/// DeviceGray, DeviceRGB, CalGray, CalRGB, or an ICC profile with 1 or 3 components.
+fn gray_or_rgb(doc: &Document, cs: &Object) -> bool {
+    match cs {
+        Object::Name(n) => matches!(n.as_slice(), b"DeviceGray" | b"DeviceRGB"),
+        Object::Array(list) => match list.first().and_then(|n| n.as_name().ok()) {
+            Some(b"CalGray" | b"CalRGB") => true,
+            Some(b"ICCBased") => list
+                .get(1)
+                .and_then(|p| deref(doc, p))
+                .and_then(|p| p.as_stream().ok())
+                .and_then(|p| p.dict.get(b"N").ok()?.as_i64().ok())
+                .is_some_and(|n| n == 1 || n == 3),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_state_matrices_and_one_draw_qualify() {
+        let (name, ctm) = single_image_draw(b"q 595.2 0 0 842.4 0 0 cm /Im0 Do Q").expect("plain");
+        assert_eq!(name, b"Im0");
+        assert!((ctm[0] - 595.2).abs() < 1e-3 && (ctm[3] - 842.4).abs() < 1e-3);
+        // Matrices compose: a translation then a scale.
+        let (_, ctm) = single_image_draw(b"1 0 0 1 10 20 cm q 100 0 0 50 0 0 cm /I Do Q").unwrap();
+        assert_eq!(ctm, [100.0, 0.0, 0.0, 50.0, 10.0, 20.0]);
+        for drawing_more in [
+            &b"q 595 0 0 842 0 0 cm /Im0 Do Q BT /F1 12 Tf (x) Tj ET"[..],
+            b"q 595 0 0 842 0 0 cm /Im0 Do /Im1 Do Q",
+            b"0 0 m 100 100 l S q 595 0 0 842 0 0 cm /Im0 Do Q",
+            b"Q q 595 0 0 842 0 0 cm /Im0 Do",
+            b"q 1 0 0 1 0 0 cm Q",
+        ] {
+            assert!(
+                single_image_draw(drawing_more).is_none(),
+                "{}",
+                String::from_utf8_lossy(drawing_more)
+            );
+        }
+    }
+
+    /// A one-page PDF drawing `jpeg` (`w`×`h` pixels, gray) with `content`, on a page of
+    /// `page` points, with extra page dictionary entries and image dictionary entries.
+    fn pdf_with_jpeg(
+        jpeg: &[u8],
+        (w, h): (u32, u32),
+        page: (f64, f64),
+        content: &str,
+        page_extra: &str,
+        image_extra: &str,
+    ) -> Vec<u8> {
+        let mut image = format!(
+            "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceGray \
+             /BitsPerComponent 8 /Filter /DCTDecode {image_extra} /Length {} >>\nstream\n",
+            jpeg.len()
+        )
+        .into_bytes();
+        image.extend_from_slice(jpeg);
+        image.extend_from_slice(b"\nendstream");
+        let objs: Vec<Vec<u8>> = vec![
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {} {}] {page_extra} \
+                 /Resources << /XObject << /Im0 4 0 R >> >> /Contents 5 0 R >>",
+                page.0, page.1
+            )
+            .into_bytes(),
+            image,
+            format!(
+                "<< /Length {} >>\nstream\n{content}\nendstream",
+                content.len()
+            )
+            .into_bytes(),
+        ];
+        let mut out = b"%PDF-1.4\n".to_vec();
+        let mut offsets = Vec::new();
+        for (i, obj) in objs.iter().enumerate() {
+            offsets.push(out.len());
+            out.extend(format!("{} 0 obj\n", i + 1).bytes());
+            out.extend(obj);
+            out.extend(b"\nendobj\n");
+        }
+        let xref = out.len();
+        out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
+        for off in offsets {
+            out.extend(format!("{off:010} 00000 n \n").bytes());
+        }
+        out.extend(
+            format!(
+                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+                objs.len() + 1
+            )
+            .bytes(),
+        );
+        out
+    }
+
+    /// A 150-DPI half-letter "scan": text-like strokes and a gradient, as a JPEG.
+    fn scan_jpeg() -> (Vec<u8>, (u32, u32)) {
+        let (w, h) = (638u32, 825u32);
+        let img = image::GrayImage::from_fn(w, h, |x, y| {
+            let stroke = (y / 12) % 3 == 0 && (x / 7) % 4 != 0 && (40..600).contains(&x);
+            image::Luma([if stroke { 20 } else { 235 - (x * 30 / w) as u8 }])
+        });
+        let mut jpeg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 85)
+            .encode_image(&img)
+            .unwrap();
+        (jpeg, (w, h))
+    }
+
+    const PAGE: (f64, f64) = (306.0, 396.0);
+    const FILL: &str = "q 306 0 0 396 0 0 cm /Im0 Do Q";
+
+    #[test]
+    fn a_plain_scan_renders_like_pdftoppm() {
+        let (jpeg, dims) = scan_jpeg();
+        let pdf = pdf_with_jpeg(&jpeg, dims, PAGE, FILL, "", "");
+        let scans = plain_scans(&pdf, &[0], 1, 10);
+        let scan = scans.get(&0).expect("a plain scan");
+        assert_eq!(scan.size.pixel_dims(300), (1275, 1650));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scan.pdf");
+        std::fs::write(&path, &pdf).unwrap();
+        for dpi in [150, 300, 100] {
+            let ours = scan.render(dpi, 60_000_000).expect("rendered");
+            let poppler = crate::pdf::render_page(
+                &path,
+                1,
+                dpi,
+                60_000_000,
+                std::time::Duration::from_secs(30),
+            )
+            .unwrap();
+            assert_eq!(
+                (ours.width, ours.height),
+                (poppler.width, poppler.height),
+                "{dpi} DPI"
+            );
+            // Two JPEG decoders and two bilinear filters that align pixel centres differently
+            // (poppler samples a quarter of a source pixel off): edges may move by a pixel.
+            // So each of our pixels is compared with the closest value within one pixel.
+            let (w, h) = (ours.width as usize, ours.height as usize);
+            let mut total = 0u64;
+            let mut far = 0u64;
+            for y in 1..h - 1 {
+                for x in 1..w - 1 {
+                    let v = ours.pixels[y * w + x];
+                    let best = (y - 1..=y + 1)
+                        .flat_map(|yy| (x - 1..=x + 1).map(move |xx| yy * w + xx))
+                        .map(|i| v.abs_diff(poppler.pixels[i]))
+                        .min()
+                        .unwrap_or(255);
+                    total += u64::from(best);
+                    far += u64::from(best > 32);
+                }
+            }
+            let n = ((w - 2) * (h - 2)) as f64;
+            let (mean, far) = (total as f64 / n, far as f64 / n);
+            println!(
+                "{dpi} DPI: mean |Δ| within a pixel {mean:.2}, {:.2} % over 32",
+                far * 100.0
+            );
+            assert!(mean < 2.5, "{dpi} DPI: mean difference {mean:.2}");
+            assert!(
+                far < 0.03,
+                "{dpi} DPI: {:.2} % of pixels far off",
+                far * 100.0
+            );
+        }
+    }
+
+    #[test]
+    fn pages_drawing_anything_else_are_left_to_pdftoppm() {
+        let (jpeg, dims) = scan_jpeg();
+        let page = PAGE;
+        let qualifies = |content: &str, page_extra: &str, image_extra: &str| {
+            let pdf = pdf_with_jpeg(&jpeg, dims, page, content, page_extra, image_extra);
+            !plain_scans(&pdf, &[0], 1, 10).is_empty()
+        };
+        assert!(qualifies(FILL, "", ""));
+        assert!(qualifies(
+            FILL,
+            "/CropBox [0 0 306 396] /Rotate 360 /Annots []",
+            ""
+        ));
+        assert!(
+            !qualifies("q 306 0 0 396 0 0 cm /Im0 Do Q 0 0 m 9 9 l S", "", ""),
+            "a line over it"
+        );
+        assert!(
+            !qualifies("q 153 0 0 396 0 0 cm /Im0 Do Q", "", ""),
+            "half the page"
+        );
+        assert!(
+            !qualifies("q 306 0 0 -396 0 396 cm /Im0 Do Q", "", ""),
+            "flipped"
+        );
+        assert!(
+            !qualifies("q 0 396 -306 0 306 0 cm /Im0 Do Q", "", ""),
+            "turned"
+        );
+        assert!(!qualifies(FILL, "/Rotate 90", ""));
+        assert!(!qualifies(FILL, "/CropBox [0 0 200 200]", ""));
+        assert!(!qualifies(
+            FILL,
+            "/Annots [<< /Type /Annot /Subtype /Stamp /Rect [0 0 9 9] >>]",
+            ""
+        ));
+        assert!(!qualifies(FILL, "/UserUnit 2", ""));
+        assert!(!qualifies(FILL, "", "/Decode [1 0]"));
+        assert!(!qualifies(FILL, "", "/SMask 4 0 R"));
+        assert!(!qualifies(FILL, "", "/ImageMask true"));
+        // A JPEG smaller than its dictionary says is found out when decoded.
+        let pdf = pdf_with_jpeg(&jpeg, (dims.0 * 2, dims.1), page, FILL, "", "");
+        let scans = plain_scans(&pdf, &[0], 1, 10);
+        assert!(scans[&0].render(150, 60_000_000).is_none());
+        // Poppler and lopdf disagreeing on the page count: page numbers cannot be trusted.
+        let pdf = pdf_with_jpeg(&jpeg, dims, page, FILL, "", "");
+        assert!(plain_scans(&pdf, &[0], 2, 10).is_empty());
+        // Not a PDF lopdf can load: nothing qualifies, nothing fails.
+        assert!(plain_scans(b"%PDF-1.4 garbage %%EOF", &[0], 1, 10).is_empty());
+    }
+
+    #[test]
+    fn boxes_keep_the_points_poppler_reads() {
+        assert_eq!(millipoints(595.2f32), 595.2);
+        let size = PageSize {
+            width_pt: millipoints(595.2),
+            height_pt: millipoints(842.4),
+        };
+        assert_eq!(size.pixel_dims(300), (2480, 3510), "what pdftoppm renders");
+    }
+}
