@@ -18,6 +18,7 @@
 //! IRONCLAD_FULL_ACCURACY=1 cargo test --test documents -- --nocapture # every scan
 //! ```
 
+mod cli_extract;
 mod evaluate;
 mod hostile;
 mod report;

@@ -185,6 +185,23 @@ fn method(m: ReadMethod) -> &'static str {
     }
 }
 
+/// Files `ironclad extract` reads at once: enough to keep every core busy when files are
+/// small, few enough that their bytes and pages held for in-order printing stay small.
+const EXTRACT_FILES_AT_ONCE: usize = 8;
+
+/// Reads and sniffs one file, then reads its pages.
+fn read_one(
+    reader: &PageReader,
+    path: &Path,
+) -> Result<(ironclad_core::media::MediaType, Vec<PageText>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let media = ironclad_documents::sniff(&bytes).ok_or("not a PDF, PNG, JPEG or TIFF")?;
+    let pages = reader
+        .read_loaded(path, &bytes, media)
+        .map_err(|e| e.to_string())?;
+    Ok((media, pages))
+}
+
 pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let (_, workflow) = read_workflow(args.workflow.as_deref())?;
     let templates = match &args.templates {
@@ -199,23 +216,30 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         None,
     ));
     let mut code = ExitCode::SUCCESS;
-    for file in &args.files {
-        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-        let Some(media) = ironclad_documents::sniff(&bytes) else {
-            eprintln!("{}: not a PDF, PNG, JPEG or TIFF", file.display());
-            code = ExitCode::from(2);
-            continue;
+    // Files are read several at a time (the reader's page budget keeps the cores busy and
+    // the engines bounded) and reported in the order given.
+    let mut reading = std::collections::VecDeque::new();
+    let mut files = args.files.iter();
+    loop {
+        while reading.len() < EXTRACT_FILES_AT_ONCE {
+            let Some(file) = files.next() else { break };
+            let (r, path) = (reader.clone(), file.clone());
+            reading.push_back((
+                file,
+                tokio::task::spawn_blocking(move || read_one(&r, &path)),
+            ));
+        }
+        let Some((file, read)) = reading.pop_front() else {
+            break;
         };
-        let r = reader.clone();
-        let pages: Vec<PageText> =
-            match tokio::task::spawn_blocking(move || r.read_bytes(&bytes, media)).await? {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("{}: {e}", file.display());
-                    code = ExitCode::from(2);
-                    continue;
-                }
-            };
+        let (media, pages) = match read.await? {
+            Ok(read) => read,
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                code = ExitCode::from(2);
+                continue;
+            }
+        };
         let analysis = ironclad_extract::analyze(&workflow, &pages);
         let full_text: String = pages
             .iter()
