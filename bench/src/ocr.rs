@@ -78,6 +78,10 @@ pub struct OcrArgs {
         default_value = "cli,images,pdf,pdf-files,pdf-files-1,ocrmypdf,ocrmypdf-native,text,text-1,accuracy"
     )]
     pub only: Vec<String>,
+    /// Rounds of the timed contenders, in alternating order, each figure the mean of its
+    /// rounds. Default 2; smoke: 1.
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// Files read at once in the worker-shaped rows (`pdf-files`, `text`): the worker's
     /// `IRONCLAD_WORKER_CONCURRENCY` default.
     #[arg(long, default_value_t = 8)]
@@ -774,24 +778,27 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
     let mut failed = 0usize;
     let mut errors = serde_json::Map::new();
     let mut skipped = serde_json::Map::new();
+    let log_row = |key: &str, round: &str, row: &Row| {
+        eprintln!(
+            "bench ocr: {key}{round}: {} pages in {:.2} s = {:.2} pages/s{}",
+            row.pages,
+            row.wall_s,
+            row.pages_per_s(),
+            row.measured
+                .as_ref()
+                .map(|m| format!(
+                    ", CPU {:.2} s/page, RSS {:.0} MB, other {:.2} cores, load {}",
+                    m.cpu_s / row.pages.max(1) as f64,
+                    m.max_rss_mb,
+                    m.load["other_cores"].as_f64().unwrap_or(0.0),
+                    m.load["loadavg_after"]
+                ))
+                .unwrap_or_default()
+        );
+    };
     let mut record = |key: &'static str, r: anyhow::Result<Row>, rows: &mut Vec<Row>| match r {
         Ok(row) => {
-            eprintln!(
-                "bench ocr: {key}: {} pages in {:.2} s = {:.2} pages/s{}",
-                row.pages,
-                row.wall_s,
-                row.pages_per_s(),
-                row.measured
-                    .as_ref()
-                    .map(|m| format!(
-                        ", CPU {:.2} s/page, RSS {:.0} MB, other {:.2} cores, load {}",
-                        m.cpu_s / row.pages.max(1) as f64,
-                        m.max_rss_mb,
-                        m.load["other_cores"].as_f64().unwrap_or(0.0),
-                        m.load["loadavg_after"]
-                    ))
-                    .unwrap_or_default()
-            );
+            log_row(key, "", &row);
             rows.push(row);
         }
         Err(e) => {
@@ -813,49 +820,73 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
         })
     };
 
+    let files: Vec<PathBuf> = scans.iter().map(|f| f.path.clone()).collect();
+    let concurrency = args.worker_concurrency.max(1);
+    let ocrmypdf = args
+        .ocrmypdf
+        .clone()
+        .or_else(|| find_on_path("ocrmypdf"))
+        .filter(|p| p.exists());
+    let ocrmypdf_version = ocrmypdf
+        .as_ref()
+        .map(|p| first_line(Command::new(p).arg("--version")))
+        .filter(|v| !v.is_empty() && v.chars().next().is_some_and(|c| c.is_ascii_digit()));
+    results["tools"]["ocrmypdf"] = json!(ocrmypdf_version);
+    let (exe, scratch) = (&exe, &scratch);
+    // The timed contenders, each a closure run once per round.
+    type Run<'a> = Box<dyn Fn() -> anyhow::Result<Row> + 'a>;
+    let mut timed: Vec<(&'static str, Run)> = Vec::new();
     // 1. The raw CLI baseline, with the DPI hint PageReader gives a rendered page.
     if want("cli") {
-        eprintln!("bench ocr: [cli] xargs -P {threads} tesseract over {n_pages} PGMs…");
-        let r = cli_contender(&scratch, &pgms, threads);
-        record("cli", r, &mut rows);
+        timed.push((
+            "cli",
+            Box::new(|| {
+                eprintln!("bench ocr: [cli] xargs -P {threads} tesseract over {n_pages} PGMs…");
+                cli_contender(scratch, &pgms, threads)
+            }),
+        ));
     }
     // 2. Ironclad on the same pixels as one TIFF.
     if want("images") {
-        eprintln!("bench ocr: [images] PageReader on a {n_pages}-page TIFF of the same PGMs…");
-        let r = ironclad_contender(
-            &exe,
-            &scratch,
+        timed.push((
             "images",
-            format!("Ironclad: same images as one {n_pages}-page TIFF (tagged {DPI} DPI), 1 read"),
-            ocr_job(std::slice::from_ref(&tiff_path), "read_file", 1),
-            n_pages,
-        );
-        record("images", r, &mut rows);
+            Box::new(|| {
+                eprintln!("bench ocr: [images] PageReader on a {n_pages}-page TIFF of the same PGMs…");
+                ironclad_contender(
+                    exe,
+                    scratch,
+                    "images",
+                    format!("Ironclad: same images as one {n_pages}-page TIFF (tagged {DPI} DPI), 1 read"),
+                    ocr_job(std::slice::from_ref(&tiff_path), "read_file", 1),
+                    n_pages,
+                )
+            }),
+        ));
     }
     // 3. Ironclad on the merged PDF (rendering inside the clock).
     if want("pdf") {
-        eprintln!("bench ocr: [pdf] PageReader on the merged scanned PDF (incl. rendering)…");
-        let r = ironclad_contender(
-            &exe,
-            &scratch,
+        timed.push((
             "pdf",
-            format!("Ironclad: merged scan PDF incl. rendering, 1 read of {n_pages} pages"),
-            ocr_job(std::slice::from_ref(&merged), "read_file", 1),
-            n_pages,
-        );
-        record("pdf", r, &mut rows);
+            Box::new(|| {
+                eprintln!(
+                    "bench ocr: [pdf] PageReader on the merged scanned PDF (incl. rendering)…"
+                );
+                ironclad_contender(
+                    exe,
+                    scratch,
+                    "pdf",
+                    format!("Ironclad: merged scan PDF incl. rendering, 1 read of {n_pages} pages"),
+                    ocr_job(std::slice::from_ref(&merged), "read_file", 1),
+                    n_pages,
+                )
+            }),
+        ));
     }
     // 4. Ironclad as the worker reads: every file its own caller, on one shared reader.
-    let files: Vec<PathBuf> = scans.iter().map(|f| f.path.clone()).collect();
-    let concurrency = args.worker_concurrency.max(1);
     for (key, callers) in [("pdf-files", concurrency), ("pdf-files-1", 1)] {
         if !want(key) {
             continue;
         }
-        eprintln!(
-            "bench ocr: [{key}] PageReader::read_loaded on {} scanned PDFs, {callers} at a time…",
-            scans.len()
-        );
         let name = if key == "pdf-files" {
             format!(
                 "Ironclad as the worker: {} scan PDFs, {callers} at a time on one reader, incl. rendering",
@@ -867,45 +898,84 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
                 scans.len()
             )
         };
-        let r = ironclad_contender(
-            &exe,
-            &scratch,
+        let (files, name) = (&files, name);
+        timed.push((
             key,
-            name,
-            ocr_job(&files, "read_loaded", callers),
-            n_pages,
-        );
-        record(key, r, &mut rows);
+            Box::new(move || {
+                eprintln!(
+                    "bench ocr: [{key}] PageReader::read_loaded on {} scanned PDFs, {callers} at a time…",
+                    files.len()
+                );
+                ironclad_contender(
+                    exe,
+                    scratch,
+                    key,
+                    name.clone(),
+                    ocr_job(files, "read_loaded", callers),
+                    n_pages,
+                )
+            }),
+        ));
     }
     // 5. ocrmypdf.
-    let ocrmypdf = args
-        .ocrmypdf
-        .clone()
-        .or_else(|| find_on_path("ocrmypdf"))
-        .filter(|p| p.exists());
-    let ocrmypdf_version = ocrmypdf
-        .as_ref()
-        .map(|p| first_line(Command::new(p).arg("--version")))
-        .filter(|v| !v.is_empty() && v.chars().next().is_some_and(|c| c.is_ascii_digit()));
-    results["tools"]["ocrmypdf"] = json!(ocrmypdf_version);
     for (key, oversample) in [("ocrmypdf", true), ("ocrmypdf-native", false)] {
         if !want(key) || (args.smoke && !oversample) {
             continue;
         }
         match (&ocrmypdf, &ocrmypdf_version) {
             (Some(bin), Some(_)) => {
-                eprintln!(
-                    "bench ocr: [{key}] ocrmypdf -j {threads} --force-ocr{} on the merged PDF…",
-                    if oversample { " --oversample 300" } else { "" }
-                );
-                let r =
-                    ocrmypdf_contender(bin, &scratch, &merged, n_pages, threads, oversample, key);
-                record(key, r, &mut rows);
+                let merged = &merged;
+                timed.push((
+                    key,
+                    Box::new(move || {
+                        eprintln!(
+                            "bench ocr: [{key}] ocrmypdf -j {threads} --force-ocr{} on the merged PDF…",
+                            if oversample { " --oversample 300" } else { "" }
+                        );
+                        ocrmypdf_contender(bin, scratch, merged, n_pages, threads, oversample, key)
+                    }),
+                ));
             }
             _ => {
                 let msg = "SKIPPED: ocrmypdf is not installed or does not start (`pip install ocrmypdf`, or Debian `apt-get install ocrmypdf`; it needs ghostscript and tesseract); its rows and ratios are left out";
                 eprintln!("bench ocr: [{key}] {msg}");
                 skipped.insert(key.into(), json!(msg));
+            }
+        }
+    }
+    // Rounds in alternating order (A B C … C B A …): a machine that slows down or speeds up
+    // during the run shifts every contender's mean alike, so the ratios stay fair.
+    let rounds = args.rounds.unwrap_or(if args.smoke { 1 } else { 2 }).max(1);
+    let mut runs: Vec<Vec<Row>> = timed.iter().map(|_| Vec::new()).collect();
+    let mut broken = vec![false; timed.len()];
+    for round in 0..rounds {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..timed.len()).collect()
+        } else {
+            (0..timed.len()).rev().collect()
+        };
+        for i in order {
+            let (key, run) = &timed[i];
+            if broken[i] {
+                continue;
+            }
+            match run() {
+                Ok(row) => {
+                    log_row(key, &format!(" (round {}/{rounds})", round + 1), &row);
+                    runs[i].push(row);
+                }
+                Err(e) => {
+                    broken[i] = true;
+                    record(key, Err(e), &mut rows);
+                }
+            }
+        }
+    }
+    drop(timed);
+    for (i, rounds_of) in runs.into_iter().enumerate() {
+        if !broken[i] {
+            if let Some(row) = mean_of_rounds(rounds_of) {
+                rows.push(row);
             }
         }
     }
@@ -943,14 +1013,14 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
             } else {
                 "Ironclad text layer: the same, one file at a time".to_owned()
             };
-            let r = ironclad_contender(&exe, &scratch, key, name, job, per_pass * repeat);
+            let r = ironclad_contender(exe, scratch, key, name, job, per_pass * repeat);
             record(key, r, &mut rows);
         }
     }
     // 7. Field accuracy.
     let accuracy = if want("accuracy") && (!args.smoke || args.accuracy) {
         eprintln!("bench ocr: [accuracy] IRONCLAD_FULL_ACCURACY=1 cargo test --release --test documents -- --nocapture accuracy_report (builds the test in release the first time)…");
-        match accuracy(&root, &scratch) {
+        match accuracy(&root, scratch) {
             Ok(v) => {
                 eprintln!(
                     "bench ocr: accuracy: text PDFs {:.2} %, scans {:.2} % ({} scope)",
@@ -1059,6 +1129,32 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
     SCRATCH.lock().unwrap_or_else(|p| p.into_inner()).take();
     drop(scratch_tmp);
     Ok(failed)
+}
+
+/// One row from a contender's rounds: mean wall time and CPU, the largest peak RSS, every
+/// round's wall time in the details.
+fn mean_of_rounds(rounds: Vec<Row>) -> Option<Row> {
+    let n = rounds.len() as f64;
+    let walls: Vec<f64> = rounds.iter().map(|r| round3(r.wall_s)).collect();
+    let mut row = rounds.first()?.clone();
+    row.wall_s = rounds.iter().map(|r| r.wall_s).sum::<f64>() / n;
+    if let Some(m) = row.measured.as_mut() {
+        let measured: Vec<&Measured> = rounds.iter().filter_map(|r| r.measured.as_ref()).collect();
+        m.wall_s = measured.iter().map(|x| x.wall_s).sum::<f64>() / n;
+        m.cpu_s = measured.iter().map(|x| x.cpu_s).sum::<f64>() / n;
+        m.max_rss_mb = measured.iter().map(|x| x.max_rss_mb).fold(0.0, f64::max);
+        m.load["other_cores"] = json!(round3(
+            measured
+                .iter()
+                .map(|x| x.load["other_cores"].as_f64().unwrap_or(0.0))
+                .fold(0.0, f64::max)
+        ));
+        if let Some(last) = measured.last() {
+            m.load["loadavg_after"] = last.load["loadavg_after"].clone();
+        }
+    }
+    row.detail["round_wall_s"] = json!(walls);
+    Some(row)
 }
 
 /// `xargs -P threads -I{} tesseract {} {}.cli -l eng --dpi 300` over the PGMs (one
@@ -1292,7 +1388,7 @@ fn summarize(rows: &[Row], accuracy: Option<&Value>) -> (Value, String) {
                 targets.push((format!("RSS ≤ {TARGET_RSS_MB} MB"), x <= TARGET_RSS_MB));
             }
         }
-        if matches!(r.key, "text" | "text-1") {
+        if r.key == "text" {
             targets.push((
                 format!("≥ {TARGET_TEXT_PAGES_PER_S} pages/s"),
                 pps >= TARGET_TEXT_PAGES_PER_S,
