@@ -99,62 +99,16 @@ pub fn html_as_jpeg() -> Vec<u8> {
     b"<!DOCTYPE html>\n<html><head><title>Invoice</title></head>\n<body><p>Not really a JPEG.</p></body></html>\n".to_vec()
 }
 
-fn build_pdf(pages: u32, text: &str, encrypted: bool) -> Vec<u8> {
+/// A PDF file of these objects, numbered from 1 in order (object 1 must be the catalog), with
+/// a cross-reference table and a trailer carrying `trailer_extra` (e.g. `/Encrypt 9 0 R`).
+pub fn pdf_from_objects(objects: &[Vec<u8>], trailer_extra: &str) -> Vec<u8> {
     let mut out: Vec<u8> = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets: Vec<usize> = Vec::new();
-    let mut object = |out: &mut Vec<u8>, body: &[u8]| {
+    let mut offsets: Vec<usize> = Vec::with_capacity(objects.len());
+    for body in objects {
         offsets.push(out.len());
         out.extend_from_slice(format!("{} 0 obj\n", offsets.len()).as_bytes());
         out.extend_from_slice(body);
         out.extend_from_slice(b"\nendobj\n");
-    };
-    let page_id = |i: u32| 4 + 2 * i;
-    let mut kids = String::with_capacity(pages as usize * 8);
-    for i in 0..pages {
-        let _ = write!(kids, "{} 0 R ", page_id(i));
-    }
-    object(&mut out, b"<< /Type /Catalog /Pages 2 0 R >>");
-    object(
-        &mut out,
-        format!("<< /Type /Pages /Kids [{kids}] /Count {pages} >>").as_bytes(),
-    );
-    object(
-        &mut out,
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-    );
-    let text = pdf_string(text);
-    for i in 0..pages {
-        let page = format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
-             /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
-            page_id(i) + 1
-        );
-        object(&mut out, page.as_bytes());
-        let content = format!(
-            "BT /F1 18 Tf 72 720 Td ({text}) Tj 0 -28 Td (Page {} of {pages}) Tj ET",
-            i + 1
-        );
-        let stream = format!(
-            "<< /Length {} >>\nstream\n{content}\nendstream",
-            content.len()
-        );
-        object(&mut out, stream.as_bytes());
-    }
-    let mut trailer_extra = String::new();
-    if encrypted {
-        // RC4 40-bit "standard security handler" entries; O and U are not derived from any
-        // password, so no password (the empty one included) opens the file.
-        object(
-            &mut out,
-            format!(
-                "<< /Filter /Standard /V 1 /R 2 /Length 40 /P -3904 /O <{}> /U <{}> >>",
-                "5a".repeat(32),
-                "a5".repeat(32)
-            )
-            .as_bytes(),
-        );
-        let id = "0123456789abcdef0123456789abcdef";
-        trailer_extra = format!(" /Encrypt {} 0 R /ID [<{id}> <{id}>]", offsets.len());
     }
     let xref = out.len();
     let mut table = format!("xref\n0 {}\n0000000000 65535 f \n", offsets.len() + 1);
@@ -168,6 +122,62 @@ fn build_pdf(pages: u32, text: &str, encrypted: bool) -> Vec<u8> {
     );
     out.extend_from_slice(table.as_bytes());
     out
+}
+
+/// A stream object's body: its dictionary entries, `/Length`, and the data.
+pub fn pdf_stream(dict_entries: &str, data: &[u8]) -> Vec<u8> {
+    let sep = if dict_entries.is_empty() { "" } else { " " };
+    let mut body =
+        format!("<< {dict_entries}{sep}/Length {} >>\nstream\n", data.len()).into_bytes();
+    body.extend_from_slice(data);
+    body.extend_from_slice(b"\nendstream");
+    body
+}
+
+fn build_pdf(pages: u32, text: &str, encrypted: bool) -> Vec<u8> {
+    let page_id = |i: u32| 4 + 2 * i;
+    let mut kids = String::with_capacity(pages as usize * 8);
+    for i in 0..pages {
+        let _ = write!(kids, "{} 0 R ", page_id(i));
+    }
+    let mut objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!("<< /Type /Pages /Kids [{kids}] /Count {pages} >>").into_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+            .to_vec(),
+    ];
+    let text = pdf_string(text);
+    for i in 0..pages {
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
+                 /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
+                page_id(i) + 1
+            )
+            .into_bytes(),
+        );
+        let content = format!(
+            "BT /F1 18 Tf 72 720 Td ({text}) Tj 0 -28 Td (Page {} of {pages}) Tj ET",
+            i + 1
+        );
+        objects.push(pdf_stream("", content.as_bytes()));
+    }
+    let mut trailer_extra = String::new();
+    if encrypted {
+        // RC4 40-bit "standard security handler" entries; O and U are not derived from any
+        // password, so no password (the empty one included) opens the file.
+        objects.push(
+            format!(
+                "<< /Filter /Standard /V 1 /R 2 /Length 40 /P -3904 /O <{}> /U <{}> >>",
+                "5a".repeat(32),
+                "a5".repeat(32)
+            )
+            .into_bytes(),
+        );
+        let id = "0123456789abcdef0123456789abcdef";
+        trailer_extra = format!(" /Encrypt {} 0 R /ID [<{id}> <{id}>]", objects.len());
+    }
+    pdf_from_objects(&objects, &trailer_extra)
 }
 
 /// Escapes text for a PDF literal string in WinAnsi Helvetica.

@@ -376,15 +376,8 @@ mod tests {
         page_extra: &str,
         image_extra: &str,
     ) -> Vec<u8> {
-        let mut image = format!(
-            "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceGray \
-             /BitsPerComponent 8 /Filter /DCTDecode {image_extra} /Length {} >>\nstream\n",
-            jpeg.len()
-        )
-        .into_bytes();
-        image.extend_from_slice(jpeg);
-        image.extend_from_slice(b"\nendstream");
-        let objs: Vec<Vec<u8>> = vec![
+        use ironclad_documents::fixtures::{pdf_from_objects, pdf_stream};
+        let objects = vec![
             b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
             format!(
@@ -393,34 +386,16 @@ mod tests {
                 page.0, page.1
             )
             .into_bytes(),
-            image,
-            format!(
-                "<< /Length {} >>\nstream\n{content}\nendstream",
-                content.len()
-            )
-            .into_bytes(),
+            pdf_stream(
+                &format!(
+                    "/Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceGray \
+                     /BitsPerComponent 8 /Filter /DCTDecode {image_extra}"
+                ),
+                jpeg,
+            ),
+            pdf_stream("", content.as_bytes()),
         ];
-        let mut out = b"%PDF-1.4\n".to_vec();
-        let mut offsets = Vec::new();
-        for (i, obj) in objs.iter().enumerate() {
-            offsets.push(out.len());
-            out.extend(format!("{} 0 obj\n", i + 1).bytes());
-            out.extend(obj);
-            out.extend(b"\nendobj\n");
-        }
-        let xref = out.len();
-        out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
-        for off in offsets {
-            out.extend(format!("{off:010} 00000 n \n").bytes());
-        }
-        out.extend(
-            format!(
-                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-                objs.len() + 1
-            )
-            .bytes(),
-        );
-        out
+        pdf_from_objects(&objects, "")
     }
 
     /// A 150-DPI half-letter "scan": text-like strokes and a gradient, as a JPEG.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use image::{GrayImage, ImageFormat};
+use ironclad_documents::fixtures::{pdf_from_objects, pdf_stream};
 use std::io::Cursor;
 use std::process::Command;
 
@@ -93,17 +94,15 @@ pub fn pdf(pages: &[Page]) -> Vec<u8> {
             } else {
                 (img.as_raw().clone(), "")
             };
-            let mut obj = format!(
-                "<< /Type /XObject /Subtype /Image /Width {} /Height {} /ColorSpace /DeviceGray \
-                 /BitsPerComponent 8 {filter}/Length {} >>\nstream\n",
-                img.width(),
-                img.height(),
-                data.len()
-            )
-            .into_bytes();
-            obj.extend_from_slice(&data);
-            obj.extend_from_slice(b"\nendstream");
-            objs.push(obj);
+            objs.push(pdf_stream(
+                &format!(
+                    "/Type /XObject /Subtype /Image /Width {} /Height {} /ColorSpace /DeviceGray \
+                     /BitsPerComponent 8 {filter}",
+                    img.width(),
+                    img.height(),
+                ),
+                &data,
+            ));
             resources.push_str(&format!(" /XObject << /Im1 {img_id} 0 R >>"));
             content.extend(
                 format!(
@@ -147,10 +146,7 @@ pub fn pdf(pages: &[Page]) -> Vec<u8> {
             )
             .into_bytes(),
         );
-        let mut stream = format!("<< /Length {} >>\nstream\n", content.len()).into_bytes();
-        stream.extend(&content);
-        stream.extend(b"\nendstream");
-        objs.push(stream);
+        objs.push(pdf_stream("", &content));
     }
     let kids_list: Vec<String> = kids.iter().map(|k| format!("{k} 0 R")).collect();
     objs[1] = format!(
@@ -159,27 +155,7 @@ pub fn pdf(pages: &[Page]) -> Vec<u8> {
         kids.len()
     )
     .into_bytes();
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, obj) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend(format!("{} 0 obj\n", i + 1).bytes());
-        out.extend(obj);
-        out.extend(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
-    for off in offsets {
-        out.extend(format!("{off:010} 00000 n \n").bytes());
-    }
-    out.extend(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objs.len() + 1
-        )
-        .bytes(),
-    );
-    out
+    pdf_from_objects(&objs, "")
 }
 
 /// Page 1 of `pdf` rendered by poppler at `dpi` in 8-bit gray: a perfect scan.
