@@ -112,32 +112,16 @@ fn reader_still_works(reader: &PageReader) {
 /// media box is `width` × `height` points.
 fn blank_pdf(width: u32, height: u32) -> Vec<u8> {
     let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
         format!(
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] \
              /Resources << >> /Contents 4 0 R >>"
-        ),
-        "<< /Length 0 >>\nstream\n\nendstream".to_owned(),
+        )
+        .into_bytes(),
+        fixtures::pdf_stream("", b""),
     ];
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    let mut table = format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1);
-    for o in offsets {
-        let _ = writeln!(table, "{o:010} 00000 n ");
-    }
-    let _ = write!(
-        table,
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objects.len() + 1
-    );
-    out.extend_from_slice(table.as_bytes());
-    out
+    fixtures::pdf_from_objects(&objects, "")
 }
 
 #[test]
