@@ -16,12 +16,19 @@ mod tiff;
 use crate::sniff::{describe_unsupported, sniff};
 use ironclad_core::media::MediaType;
 
+pub use pdf::LoadedPdf;
+
 /// Parses an untrusted PDF with `lopdf` after the same checks as [`inspect`] (complete, not
-/// encrypted, bounded nesting and inflation, every page resolves, at most `max_pages`), and
-/// returns the document with its page count. `lopdf` is not hardened on its own: reach it only
-/// through this.
-pub fn load_pdf(bytes: &[u8], max_pages: u32) -> Result<(lopdf::Document, u32), InspectError> {
-    pdf::load_checked(bytes, max_pages)
+/// encrypted, bounded nesting and inflation, every page resolves, at most `max_pages`), also
+/// refusing it when parsing would cost more than `max_load_cost` (objects × bytes: lopdf 0.38
+/// parses ≈10^11 of them a second here; [`inspect`] allows 10^12). `lopdf` is not hardened on
+/// its own: reach it only through this.
+pub fn load_pdf(
+    bytes: &[u8],
+    max_pages: u32,
+    max_load_cost: u64,
+) -> Result<LoadedPdf, InspectError> {
+    pdf::load_checked(bytes, max_pages, max_load_cost)
 }
 
 /// Limits applied while inspecting one file.

@@ -20,7 +20,7 @@ pub(crate) fn decode_single(
     format: ImageFormat,
     max_pixels: u64,
 ) -> Result<(Gray, Option<u32>), ReadError> {
-    let img = decode(bytes, format, max_pixels, true)?;
+    let (img, _) = decode(bytes, format, max_pixels, true)?;
     let dpi = match format {
         ImageFormat::Png => resolution::png_dpi(bytes),
         ImageFormat::Jpeg => resolution::jpeg_dpi(bytes),
@@ -29,18 +29,20 @@ pub(crate) fn decode_single(
     Ok((img, dpi))
 }
 
-/// Decodes a JPEG embedded in a PDF: a PDF draws the pixels as they are stored, so an EXIF
-/// orientation tag is ignored (as PDF viewers do).
-pub(crate) fn decode_embedded_jpeg(bytes: &[u8], max_pixels: u64) -> Result<Gray, ReadError> {
+/// Decodes a JPEG embedded in a PDF, with the number of colour components it stores: a PDF
+/// draws the pixels as they are stored, so an EXIF orientation tag is ignored (as PDF viewers
+/// do).
+pub(crate) fn decode_embedded_jpeg(bytes: &[u8], max_pixels: u64) -> Result<(Gray, u8), ReadError> {
     decode(bytes, ImageFormat::Jpeg, max_pixels, false)
 }
 
+/// The image in gray and how many colour channels it stored (alpha included).
 fn decode(
     bytes: &[u8],
     format: ImageFormat,
     max_pixels: u64,
     apply_orientation: bool,
-) -> Result<Gray, ReadError> {
+) -> Result<(Gray, u8), ReadError> {
     let name = format!("{format:?}").to_uppercase();
     let bad = |e: image::ImageError| {
         ReadError::Terminal(format!("page 1: the {name} image cannot be decoded: {e}"))
@@ -62,12 +64,13 @@ fn decode(
         .then(|| decoder.orientation())
         .transpose()
         .map_err(bad)?;
+    let channels = decoder.original_color_type().channel_count();
     let mut img =
         DynamicImage::from_decoder(decoder).map_err(|e| oversize_or(e, &name, max_pixels, bad))?;
     if let Some(orientation) = orientation {
         img.apply_orientation(orientation);
     }
-    Ok(to_gray(img))
+    Ok((to_gray(img), channels))
 }
 
 fn oversize_or(
@@ -99,16 +102,24 @@ fn check_pixels(w: u32, h: u32, max_pixels: u64, page: u32) -> Result<(), ReadEr
     Ok(())
 }
 
-/// Flattens onto white (a transparent background must not read as black) and drops colour.
+/// Flattens onto white (a transparent background must not read as black) and drops colour
+/// with the weights poppler's `-gray` rendering uses (0.299, 0.587, 0.114), so a colour scan
+/// reads the same decoded here or rendered by `pdftoppm`.
 fn to_gray(img: DynamicImage) -> Gray {
     let (w, h) = (img.width(), img.height());
-    let pixels = if img.color().has_alpha() {
-        img.into_rgba8()
+    let pixels = match img {
+        DynamicImage::ImageLuma8(g) => g.into_raw(),
+        img if img.color().has_alpha() => img
+            .into_rgba8()
             .pixels()
             .map(|p| over_white(luma(p[0], p[1], p[2]), p[3]))
-            .collect()
-    } else {
-        img.into_luma8().into_raw()
+            .collect(),
+        img if img.color().has_color() => img
+            .into_rgb8()
+            .pixels()
+            .map(|p| luma(p[0], p[1], p[2]))
+            .collect(),
+        img => img.into_luma8().into_raw(),
     };
     Gray {
         width: w,

@@ -4,7 +4,7 @@ use super::pdf_guard::{self, ObjectStreamScope};
 use super::InspectError;
 use crate::sniff::pdf_header_offset;
 use lopdf::{Document, Object, ObjectId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Budget for `lopdf` 0.38's load, in (objects read × file bytes). Its parser recounts the
@@ -12,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// objects × size: ~10^11 a second in release here, 6·10^10 for a 10,000-page text PDF. The
 /// budget only stops pathological files (a 100 MB scan of 2,000 objects is 2·10^11); lopdf
 /// 0.47 loads linearly and would make this unnecessary.
-const LOAD_COST_BUDGET: u64 = 1_000_000_000_000;
+pub(super) const LOAD_COST_BUDGET: u64 = 1_000_000_000_000;
 
 /// How close to the end `%%EOF` must be. `lopdf` itself looks in the last 512 bytes but
 /// recovers from a lot; an upload that lost its end must be refused, not half-read.
@@ -21,12 +21,32 @@ const EOF_WINDOW: usize = 1024;
 /// Counts the pages of a PDF, refusing truncated, damaged and encrypted files. A file whose
 /// page tree declares more than `max_pages` is refused before the full parse.
 pub(super) fn count_pages(bytes: &[u8], max_pages: u32) -> Result<u32, InspectError> {
-    load_checked(bytes, max_pages).map(|(_, pages)| pages)
+    let loaded = load_checked(bytes, max_pages, LOAD_COST_BUDGET)?;
+    u32::try_from(loaded.pages.len())
+        .map_err(|_| InspectError::unreadable("the PDF is corrupt (too many pages)"))
 }
 
-/// Parses a PDF with `lopdf` behind every check [`count_pages`] makes, for callers that need
-/// the document's objects: the document and its page count.
-pub(super) fn load_checked(bytes: &[u8], max_pages: u32) -> Result<(Document, u32), InspectError> {
+/// A PDF parsed by `lopdf` behind every check of [`count_pages`], with its page tree as the
+/// checks walked it.
+#[derive(Debug)]
+pub struct LoadedPdf {
+    /// The parsed objects.
+    pub document: Document,
+    /// Every page in document order, as the tree was walked from the catalog (lopdf's own
+    /// `get_pages` skips nodes without `/Type`, which the walk, like poppler, accepts).
+    pub pages: Vec<ObjectId>,
+    /// Each walked page and inner node's parent in that walk: where inheritable attributes
+    /// (`/MediaBox`, `/Resources`, `/Rotate`…) come from, whatever a node's own `/Parent` says.
+    pub parents: HashMap<ObjectId, ObjectId>,
+}
+
+/// Parses a PDF with `lopdf` behind every check [`count_pages`] makes, refusing it too when
+/// parsing would cost more than `max_load_cost` (objects × bytes, ≈10^11 a second).
+pub(super) fn load_checked(
+    bytes: &[u8],
+    max_pages: u32,
+    max_load_cost: u64,
+) -> Result<LoadedPdf, InspectError> {
     let tail = &bytes[bytes.len().saturating_sub(EOF_WINDOW)..];
     if memchr::memmem::find(tail, b"%%EOF").is_none() {
         return Err(InspectError::unreadable(
@@ -48,7 +68,7 @@ pub(super) fn load_checked(bytes: &[u8], max_pages: u32) -> Result<(Document, u3
             });
         }
     }
-    if xref.entries.saturating_mul(body.len() as u64) > LOAD_COST_BUDGET {
+    if xref.entries.saturating_mul(body.len() as u64) > max_load_cost.min(LOAD_COST_BUDGET) {
         return Err(InspectError::too_large(format!(
             "the PDF is too complex to inspect ({} objects in {} MB)",
             xref.entries,
@@ -60,8 +80,12 @@ pub(super) fn load_checked(bytes: &[u8], max_pages: u32) -> Result<(Document, u3
     if document.trailer.has(b"Encrypt") {
         return Err(InspectError::Encrypted);
     }
-    let pages = walk_page_tree(&document)?;
-    Ok((document, pages))
+    let (pages, parents) = walk_page_tree(&document)?;
+    Ok(LoadedPdf {
+        document,
+        pages,
+        parents,
+    })
 }
 
 /// Parses with `lopdf` under the object-stream guard. A panic inside `lopdf` (it has
@@ -89,11 +113,14 @@ fn load(body: &[u8]) -> Result<Document, InspectError> {
     }
 }
 
-/// Walks the page tree from the catalog, counting leaves. `lopdf` silently skips objects it
-/// cannot parse, so every node and every page's content streams must resolve here. Each node
-/// is visited once: a loop or a shared node is corruption. The work is linear in the number
-/// of objects, which parsing already paid for.
-fn walk_page_tree(doc: &Document) -> Result<u32, InspectError> {
+/// The pages of a walked page tree in order, and each walked node's parent.
+type WalkedTree = (Vec<ObjectId>, HashMap<ObjectId, ObjectId>);
+
+/// Walks the page tree from the catalog: the pages in order and each node's walked parent.
+/// `lopdf` silently skips objects it cannot parse, so every node and every page's content
+/// streams must resolve here. Each node is visited once: a loop or a shared node is
+/// corruption. The work is linear in the number of objects, which parsing already paid for.
+fn walk_page_tree(doc: &Document) -> Result<WalkedTree, InspectError> {
     let corrupt = |what: &str| InspectError::unreadable(format!("the PDF is corrupt ({what})"));
     let root = doc
         .catalog()
@@ -102,7 +129,8 @@ fn walk_page_tree(doc: &Document) -> Result<u32, InspectError> {
         .map_err(|_| corrupt("no page tree"))?;
     let mut stack = vec![root];
     let mut visited: HashSet<ObjectId> = HashSet::new();
-    let mut pages = 0u32;
+    let mut pages: Vec<ObjectId> = Vec::new();
+    let mut parents: HashMap<ObjectId, ObjectId> = HashMap::new();
     while let Some(id) = stack.pop() {
         if !visited.insert(id) {
             return Err(corrupt("the page tree loops"));
@@ -126,22 +154,22 @@ fn walk_page_tree(doc: &Document) -> Result<u32, InspectError> {
                 .and_then(|(_, k)| k.as_array().ok())
                 .ok_or_else(|| corrupt("a page tree node has no kids"))?;
             for kid in kids.iter().rev() {
-                stack.push(
-                    kid.as_reference()
-                        .map_err(|_| corrupt("bad page reference"))?,
-                );
+                let kid = kid
+                    .as_reference()
+                    .map_err(|_| corrupt("bad page reference"))?;
+                parents.insert(kid, id);
+                stack.push(kid);
             }
         } else {
-            pages = pages
-                .checked_add(1)
-                .ok_or_else(|| corrupt("too many pages"))?;
-            check_contents(doc, node.get(b"Contents").ok(), pages)?;
+            pages.push(id);
+            let page_no = u32::try_from(pages.len()).map_err(|_| corrupt("too many pages"))?;
+            check_contents(doc, node.get(b"Contents").ok(), page_no)?;
         }
     }
-    if pages == 0 {
+    if pages.is_empty() {
         return Err(InspectError::unreadable("the PDF has no pages"));
     }
-    Ok(pages)
+    Ok((pages, parents))
 }
 
 /// A page's `/Contents` (a stream, or an array of streams) must resolve.
