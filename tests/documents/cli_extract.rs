@@ -55,3 +55,25 @@ fn extract_reports_every_file_in_order_and_names_the_failures() {
         "{stderr}"
     );
 }
+
+#[test]
+fn extract_reads_a_pipe() {
+    // /dev/stdin can be read once only: poppler must get the bytes, not the path.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/generated/set-02/packing-list.pdf");
+    let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
+        .args(["extract", "--json", "/dev/stdin"])
+        .stdin(std::fs::File::open(&file).expect("fixture"))
+        .output()
+        .expect("ironclad runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        report["analysis"]["segments"][0]["segment"]["doc_type"],
+        "packing_list"
+    );
+}

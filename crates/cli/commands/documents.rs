@@ -196,8 +196,10 @@ fn read_one(
 ) -> Result<(ironclad_core::media::MediaType, Vec<PageText>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
     let media = ironclad_documents::sniff(&bytes).ok_or("not a PDF, PNG, JPEG or TIFF")?;
+    // Poppler gets a copy of what was read, not the path: a pipe cannot be read twice, and
+    // /dev/stdin or /dev/fd/N would name poppler's own descriptors.
     let pages = reader
-        .read_loaded(path, &bytes, media)
+        .read_bytes(&bytes, media)
         .map_err(|e| e.to_string())?;
     Ok((media, pages))
 }
@@ -232,7 +234,10 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         let Some((file, read)) = reading.pop_front() else {
             break;
         };
-        let (media, pages) = match read.await? {
+        let read = read
+            .await
+            .unwrap_or_else(|e| Err(format!("reading it crashed: {e}")));
+        let (media, pages) = match read {
             Ok(read) => read,
             Err(e) => {
                 eprintln!("{}: {e}", file.display());

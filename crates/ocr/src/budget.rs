@@ -1,10 +1,14 @@
-//! How many scanned pages a reader works on at once, across every call on it.
+//! How many scanned pages are worked on at once, across every call on the readers sharing a
+//! budget.
 //!
-//! Each page being rendered and recognized holds a turn; a reader has
-//! [`ReadOptions::threads`](crate::ReadOptions::threads) turns. The budget is shared by every
-//! concurrent call, so a worker can read several files at once (a one-page scan then no longer
-//! leaves the second core idle) while at most `threads` page images and Tesseract engines are
-//! alive, whatever the number of calls: that is what bounds the worker's memory.
+//! Each page being rendered and recognized holds a turn, from before it is rendered until its
+//! OCR thread has finished (even past its deadline); a budget has a fixed number of turns
+//! (by default a reader's [`ReadOptions::threads`](crate::ReadOptions::threads)). The budget
+//! is shared by every concurrent call, so a worker can read several files at once (a one-page
+//! scan then no longer leaves the second core idle) while the number of page images and
+//! busy Tesseract engines stays fixed, whatever the number of calls: that is what bounds the
+//! worker's memory and CPU. Readers for different languages can share one budget
+//! ([`PageReader::with_budget`](crate::PageReader::with_budget)).
 //!
 //! Turns go to the oldest call first (by the order calls began), so the file that arrived first
 //! finishes first and later files only fill cores it leaves idle: the latency of one file at a
@@ -13,11 +17,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// A fixed number of turns handed out oldest call first.
+/// A fixed number of turns for scanned pages, handed out oldest call first.
 #[derive(Debug)]
-pub(crate) struct PageBudget {
+pub struct PageBudget {
     state: Mutex<State>,
     changed: Condvar,
     next_call: AtomicU64,
@@ -30,14 +34,14 @@ struct State {
     waiting: BinaryHeap<Reverse<u64>>,
 }
 
-/// One page's turn, given back when dropped.
+/// One page's turn, given back when dropped (it can move to the thread doing the work).
 #[derive(Debug)]
-pub(crate) struct Turn<'a> {
-    budget: &'a PageBudget,
+pub(crate) struct Turn {
+    budget: Arc<PageBudget>,
 }
 
 impl PageBudget {
-    /// A budget of `turns` (at least one).
+    /// A budget of `turns` (at least one): pages rendered and recognized at once.
     pub fn new(turns: usize) -> PageBudget {
         PageBudget {
             state: Mutex::new(State {
@@ -50,13 +54,13 @@ impl PageBudget {
     }
 
     /// The number that orders a new call's pages after those of every call begun before it.
-    pub fn call_number(&self) -> u64 {
+    pub(crate) fn call_number(&self) -> u64 {
         self.next_call.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Waits for a turn for a page of call `call`: one is free and no page of an older call is
     /// waiting.
-    pub fn turn(&self, call: u64) -> Turn<'_> {
+    pub(crate) fn turn(self: &Arc<Self>, call: u64) -> Turn {
         let mut state = self.lock();
         state.waiting.push(Reverse(call));
         loop {
@@ -67,19 +71,22 @@ impl PageBudget {
                     // The next-oldest waiter may take the turn left over.
                     self.changed.notify_all();
                 }
-                return Turn { budget: self };
+                return Turn {
+                    budget: Arc::clone(self),
+                };
             }
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // The state is two counters updated together: still consistent after a panic elsewhere.
+        // A counter and a queue updated together under the lock: still consistent after a
+        // panic elsewhere.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-impl Drop for Turn<'_> {
+impl Drop for Turn {
     fn drop(&mut self) {
         self.budget.lock().free += 1;
         self.budget.changed.notify_all();
@@ -90,7 +97,7 @@ impl Drop for Turn<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
-    use std::sync::{mpsc, Arc};
+    use std::sync::mpsc;
     use std::thread;
     use std::time::Duration;
 

@@ -136,20 +136,23 @@ impl Tess {
         }
         let words = self.words(img.width, img.height);
         self.clear();
-        Ok(Recognized::Words(words))
+        words
+            .map(Recognized::Words)
+            .ok_or_else(|| "Tesseract produced no result".into())
     }
 
     /// The words of the last recognition in reading order, with boxes relative to the image
     /// and lines numbered in order of appearance. Walks Tesseract's result iterator word by
     /// word rather than asking for its TSV, which also formats page, block, paragraph and
     /// line rows and asks, for each word, whether it ends each of them (≈2 % of a page).
-    fn words(&mut self, width: u32, height: u32) -> Vec<Word> {
+    /// `None` when Tesseract gives no result iterator at all (not the same as a blank page).
+    fn words(&mut self, width: u32, height: u32) -> Option<Vec<Word>> {
         let (w, h) = (width.max(1) as f32, height.max(1) as f32);
         let word = capi::TessPageIteratorLevel_RIL_WORD;
         // SAFETY: valid handle after Recognize; the iterator is owned here and deleted below.
         let it = unsafe { capi::TessBaseAPIGetIterator(self.raw.as_ptr()) };
         if it.is_null() {
-            return Vec::new();
+            return None;
         }
         let mut words = Vec::new();
         let (mut line, mut new_line) = (0u32, false);
@@ -197,7 +200,7 @@ impl Tess {
         }
         // SAFETY: created above, deleted once.
         unsafe { capi::TessResultIteratorDelete(it) };
-        words
+        Some(words)
     }
 
     /// Orientation and script detection (an engine made with the `osd` data and PSM 0):

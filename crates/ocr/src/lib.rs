@@ -3,13 +3,17 @@
 //!
 //! # How a page is read
 //!
-//! * **PDF with a text layer**: one `pdftotext -bbox-layout` run per file gives every page's
-//!   words and their boxes exactly ([`ReadMethod::TextLayer`], confidence 1), and the page
-//!   count. A page whose layer holds fewer than [`ReadOptions::min_text_layer_chars`] letters
-//!   and digits counts as scanned.
-//! * **Scanned PDF page**: `pdfinfo` gives the page sizes (checked against the pixel limit),
-//!   `pdftoppm -gray` renders the page at [`ReadOptions::dpi`] to an 8-bit PGM streamed on
-//!   stdout, and Tesseract reads it ([`ReadMethod::Ocr`]) told that resolution.
+//! * **PDF with a text layer**: one `pdftotext -bbox-layout` run per 64 pages (most files:
+//!   one run) gives every page's words and their boxes exactly ([`ReadMethod::TextLayer`],
+//!   confidence 1), and the page count. A page whose layer holds fewer than
+//!   [`ReadOptions::min_text_layer_chars`] letters and digits counts as scanned.
+//! * **Scanned PDF page that is one JPEG over the page** (what scanners write): recognised
+//!   from the PDF's objects (`lopdf` behind the intake's guard), the JPEG is decoded and
+//!   scaled to [`ReadOptions::dpi`] in-process (≈20 ms against ≈100 ms for `pdftoppm`), then
+//!   Tesseract reads it told that resolution. See `scan_page.rs` for what qualifies.
+//! * **Any other scanned PDF page**: `pdfinfo` gives the page sizes (checked against the pixel
+//!   limit), `pdftoppm -gray` renders the page at [`ReadOptions::dpi`] to an 8-bit PGM streamed
+//!   on stdout, and Tesseract reads it ([`ReadMethod::Ocr`]) told that resolution.
 //! * **Images**: decoded in-process (pure Rust `image`/`tiff` crates) to 8-bit gray, then
 //!   Tesseract, told the resolution the file records when it is plausible for a scan.
 //!
@@ -17,19 +21,21 @@
 //!
 //! * **Poppler as child processes, Tesseract in-process.** Poppler is the most tolerant PDF
 //!   reader available as a Debian package, and a crash or hang on a hostile file kills only
-//!   the child, which is killed at the page deadline anyway; the price is a process start
-//!   (≈5–8 ms): one `pdftotext` per file, and per scanned file one `pdfinfo` plus one
-//!   `pdftoppm` per page. Tesseract runs in-process (through the C API that `leptess`
-//!   binds) because its model takes ≈120 ms to load: engines live in a pool owned by the
-//!   [`PageReader`], each page borrows one, so a model loads once per concurrent page for the
-//!   reader's lifetime.
-//! * **One page budget per reader.** Scanned pages take turns: [`ReadOptions::threads`] of
-//!   them are rendered and recognized at once, across every concurrent call, oldest call
-//!   first. So several files can be read at once (a one-page scan no longer leaves a core
-//!   idle) while the number of page images and engines alive — the memory — stays fixed.
-//!   A page's deadline starts with its turn. The price is that Tesseract's own memory safety is trusted: its input
-//!   is only ever pixels this crate decoded, never a file.
-//! * **Deadlines that hold.** Every child process is killed at the page deadline. Tesseract's
+//!   the child, which is killed at its deadline anyway; the price is a process start (≈5 ms):
+//!   one `pdftotext` per 64 pages, and for scanned pages that are not plain JPEG scans one
+//!   `pdfinfo` per file and one `pdftoppm` per page. Tesseract runs in-process (through the C
+//!   API that `leptess` binds) because its model takes ≈120 ms to load: engines live in a pool
+//!   owned by the [`PageReader`], each page borrows one, so a model loads once per concurrent
+//!   page for the reader's lifetime. The price is that Tesseract's own memory safety is
+//!   trusted: its input is only ever pixels this crate decoded, never a file.
+//! * **One page budget** ([`PageBudget`], per reader or shared by several). Scanned pages
+//!   take turns: [`ReadOptions::threads`] of them are rendered and recognized at once, across
+//!   every concurrent call, oldest call first. So several files can be read at once (a
+//!   one-page scan no longer leaves a core idle) while the number of page images and busy
+//!   engines — the memory and the CPU — stays fixed. A page's deadline starts with its turn,
+//!   and a page past its deadline keeps its turn until its thread has finished.
+//! * **Deadlines that hold.** Every child process is killed at its deadline (a page's, or for
+//!   the text layer one page timeout per run of 64 pages). Tesseract's
 //!   progress monitor stops recognition at the deadline, but its layout analysis cannot be
 //!   interrupted, so each page's OCR runs on its own short-lived thread and the caller stops
 //!   waiting one second past the deadline; a straggler finishes in the background and returns
@@ -81,6 +87,8 @@ mod ocr;
 mod pdf;
 mod process;
 mod resolution;
+
+pub use budget::PageBudget;
 mod scan_page;
 
 pub use cache::{DirPageCache, PageCache};
@@ -172,7 +180,7 @@ pub struct PageReader {
     ocr: Arc<ocr::OcrPool>,
     /// Turns for scanned pages, shared by every concurrent call: at most `threads` pages are
     /// rendered and recognized at once.
-    budget: budget::PageBudget,
+    budget: Arc<PageBudget>,
     /// Scanned PDF pages rendered in-process rather than by `pdftoppm`.
     rendered_in_process: AtomicU64,
 }
@@ -187,10 +195,18 @@ impl std::fmt::Debug for PageReader {
     }
 }
 
-/// One read call: the document's digest (for cache keys) and its place in the budget's queue.
-struct Call {
+/// One read call: the document's digest (for cache keys), its place in the budget's queue, and
+/// the caller's cancel flag.
+struct Call<'a> {
     digest: [u8; 32],
     number: u64,
+    cancel: Option<&'a AtomicBool>,
+}
+
+impl Call<'_> {
+    fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+    }
 }
 
 /// A document whose scanned pages are ready to be read one by one.
@@ -214,10 +230,21 @@ impl PageReader {
     /// A reader with these options and an optional cache. Nothing is loaded until a page
     /// needs OCR.
     pub fn new(opts: ReadOptions, cache: Option<Arc<dyn PageCache>>) -> Self {
+        let budget = Arc::new(PageBudget::new(opts.threads));
+        Self::with_budget(opts, cache, budget)
+    }
+
+    /// A reader whose scanned pages take turns from `budget`, shared with other readers (one
+    /// per language set, say) so the process as a whole keeps to it.
+    pub fn with_budget(
+        opts: ReadOptions,
+        cache: Option<Arc<dyn PageCache>>,
+        budget: Arc<PageBudget>,
+    ) -> Self {
         PageReader {
             cache,
             ocr: Arc::new(ocr::OcrPool::new(&opts)),
-            budget: budget::PageBudget::new(opts.threads),
+            budget,
             rendered_in_process: AtomicU64::new(0),
             opts,
         }
@@ -253,13 +280,13 @@ impl PageReader {
     pub fn read_file(&self, path: &Path, media: MediaType) -> Result<Vec<PageText>, ReadError> {
         let bytes = std::fs::read(path)
             .map_err(|e| ReadError::Retryable(format!("could not read {}: {e}", path.display())))?;
-        self.read(&bytes, media, Some(path))
+        self.read(&bytes, media, Some(path), None)
     }
 
     /// Reads every page of a document held in memory (a PDF is written to a temporary file
     /// for poppler). Otherwise as [`PageReader::read_file`].
     pub fn read_bytes(&self, bytes: &[u8], media: MediaType) -> Result<Vec<PageText>, ReadError> {
-        self.read(bytes, media, None)
+        self.read(bytes, media, None, None)
     }
 
     /// Reads every page of a document whose bytes the caller already holds, read from `path`
@@ -271,7 +298,21 @@ impl PageReader {
         bytes: &[u8],
         media: MediaType,
     ) -> Result<Vec<PageText>, ReadError> {
-        self.read(bytes, media, Some(path))
+        self.read(bytes, media, Some(path), None)
+    }
+
+    /// As [`PageReader::read_loaded`], giving up once `cancel` is set: no page starts after it
+    /// (a page already being recognized finishes in the background, within its deadline), and
+    /// the call returns [`ReadError::Retryable`]. For a caller that stops waiting, such as a job
+    /// past its timeout, so its pages stop taking turns from files still being read.
+    pub fn read_loaded_until(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        media: MediaType,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<PageText>, ReadError> {
+        self.read(bytes, media, Some(path), Some(cancel))
     }
 
     fn read(
@@ -279,6 +320,7 @@ impl PageReader {
         bytes: &[u8],
         media: MediaType,
         path: Option<&Path>,
+        cancel: Option<&AtomicBool>,
     ) -> Result<Vec<PageText>, ReadError> {
         if bytes.is_empty() {
             return Err(ReadError::Terminal(
@@ -288,6 +330,7 @@ impl PageReader {
         let call = Call {
             digest: Sha256::digest(bytes).into(),
             number: self.budget.call_number(),
+            cancel,
         };
         let max_pixels = self.opts.max_pixels_per_page;
         let image = |format| Source::Image { bytes, format };
@@ -322,20 +365,7 @@ impl PageReader {
             }
         };
         let (max_pages, timeout) = (self.opts.max_pages, self.opts.page_timeout);
-        // One page past the limit tells "too many" without extracting the rest.
-        let layers = pdf::text_layers(path, max_pages.saturating_add(1), timeout)?;
-        if layers.len() > max_pages as usize {
-            // pdfinfo counts the pages without visiting them, for an exact message.
-            let count = pdf::pdf_info(path, 1, timeout)
-                .map(|info| info.pages.to_string())
-                .unwrap_or_else(|_| format!("more than {max_pages}"));
-            return Err(ReadError::Terminal(format!(
-                "the PDF has {count} pages, over the limit of {max_pages}"
-            )));
-        }
-        if layers.is_empty() {
-            return Err(ReadError::Terminal("the PDF has no pages".into()));
-        }
+        let layers = self.text_layers(path)?;
         let mut pages: Vec<Option<PageText>> = layers
             .into_iter()
             .zip(0u32..)
@@ -361,6 +391,7 @@ impl PageReader {
             } else {
                 pdf::pdf_info(path, max_pages, timeout)?.sizes
             };
+            sizes.resize(pages.len(), None);
             for (&i, scan) in &plain {
                 if let Some(slot) = sizes.get_mut(i as usize) {
                     *slot = Some(scan.size);
@@ -380,8 +411,53 @@ impl PageReader {
             .ok_or_else(|| ReadError::Retryable("some pages were not read".into()))
     }
 
+    /// Every page's text layer, in runs of [`pdf::TEXT_LAYER_RUN`] pages each with its own
+    /// page timeout. The first run settles most documents; when it comes back full, `pdfinfo`
+    /// gives the page count (refused over the limit before any more is read) and the rest
+    /// follows.
+    fn text_layers(&self, path: &Path) -> Result<Vec<pdf::TextLayer>, ReadError> {
+        let (max_pages, timeout) = (self.opts.max_pages, self.opts.page_timeout);
+        let refuse = |count: String| {
+            ReadError::Terminal(format!(
+                "the PDF has {count} pages, over the limit of {max_pages}"
+            ))
+        };
+        // pdfinfo counts the pages without visiting them.
+        let count = || pdf::pdf_info(path, 1, timeout).map(|info| info.pages);
+        // One page past the limit tells "too many" without extracting the rest.
+        let first_run = pdf::TEXT_LAYER_RUN.min(max_pages.saturating_add(1));
+        let mut layers = pdf::text_layers(path, 1, first_run, timeout)?;
+        if layers.len() > max_pages as usize {
+            let count =
+                count().map_or_else(|_| format!("more than {max_pages}"), |n| n.to_string());
+            return Err(refuse(count));
+        }
+        if layers.len() == first_run as usize {
+            let pages = count()?;
+            if pages > max_pages {
+                return Err(refuse(pages.to_string()));
+            }
+            let mut next = first_run + 1;
+            while next <= pages {
+                let last = pages.min(next + pdf::TEXT_LAYER_RUN - 1);
+                layers.extend(pdf::text_layers(path, next, last, timeout)?);
+                next = last + 1;
+            }
+            if layers.len() != pages as usize {
+                return Err(ReadError::Terminal(format!(
+                    "pdftotext read {} of the {pages} pages pdfinfo counts",
+                    layers.len()
+                )));
+            }
+        }
+        if layers.is_empty() {
+            return Err(ReadError::Terminal("the PDF has no pages".into()));
+        }
+        Ok(layers)
+    }
+
     /// Reads the scanned pages `indices` (0-based, ascending) on up to `threads` threads;
-    /// stops handing out pages after the first failure.
+    /// stops handing out pages after the first failure or once the call is cancelled.
     fn read_scans(
         &self,
         source: &Source,
@@ -391,17 +467,22 @@ impl PageReader {
         let threads = self.opts.threads.clamp(1, indices.len().max(1));
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
+        let stop = || failed.load(Ordering::Relaxed) || call.cancelled();
         let work = || {
             let mut done = Vec::new();
-            while !failed.load(Ordering::Relaxed) {
+            while !stop() {
                 let Some(&i) = indices.get(next.fetch_add(1, Ordering::Relaxed)) else {
                     break;
                 };
-                let r = self.read_scan(source, call, i);
-                if r.is_err() {
-                    failed.store(true, Ordering::Relaxed);
+                match self.read_scan(source, call, i, &stop) {
+                    Ok(Some(page)) => done.push((i, Ok(page))),
+                    // Stopped while waiting for a turn: the reason is another page's result.
+                    Ok(None) => break,
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        done.push((i, Err(e)));
+                    }
                 }
-                done.push((i, r));
             }
             done
         };
@@ -453,6 +534,9 @@ impl PageReader {
             .into_iter()
             .map(|(_, r)| r)
             .collect::<Result<_, _>>()?;
+        if call.cancelled() {
+            return Err(ReadError::Retryable("the read was cancelled".into()));
+        }
         if out.len() != indices.len() {
             return Err(ReadError::Retryable("some pages were not read".into()));
         }
@@ -460,14 +544,23 @@ impl PageReader {
     }
 
     /// One scanned page: from the cache, or rendered/decoded and OCRed during one of the
-    /// reader's turns.
-    fn read_scan(&self, source: &Source, call: &Call, index: u32) -> Result<PageText, ReadError> {
+    /// budget's turns; `None` when `stop` says so once the turn comes (nothing was read).
+    fn read_scan(
+        &self,
+        source: &Source,
+        call: &Call,
+        index: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<PageText>, ReadError> {
         let page_no = index + 1;
         let source_key = self.source_key(&call.digest, index);
         if let Some(hit) = self.cache_get(&source_key, index) {
-            return Ok(hit);
+            return Ok(Some(hit));
         }
-        let _turn = self.budget.turn(call.number);
+        let turn = self.budget.turn(call.number);
+        if stop() {
+            return Ok(None);
+        }
         // The page's clock starts with its turn: time spent queued behind other files' pages
         // says nothing about this page.
         let deadline = Instant::now() + self.opts.page_timeout;
@@ -509,27 +602,29 @@ impl PageReader {
             Source::Image { bytes, format } => images::decode_single(bytes, *format, max_pixels)?,
             Source::Tiff { bytes } => images::decode_tiff_page(bytes, index, max_pixels)?,
         };
-        let page = self.ocr_page(img, dpi, index, deadline)?;
+        let page = self.ocr_page(img, dpi, index, deadline, turn)?;
         if let Some(cache) = &self.cache {
             cache.put(&source_key, &page);
         }
-        Ok(page)
+        Ok(Some(page))
     }
 
-    /// OCRs one page image, through the pixel-keyed cache.
+    /// OCRs one page image, through the pixel-keyed cache, during `turn`.
     fn ocr_page(
         &self,
         img: Gray,
         dpi: Option<u32>,
         index: u32,
         deadline: Instant,
+        turn: budget::Turn,
     ) -> Result<PageText, ReadError> {
         // Hashing 8.7 MP costs ≈10 ms a page: only worth it with a cache to ask.
         let pixel_key = self.cache.is_some().then(|| self.pixel_key(&img, dpi));
         if let Some(hit) = pixel_key.as_ref().and_then(|k| self.cache_get(k, index)) {
             return Ok(hit);
         }
-        let (rotation, words) = ocr::read_with_deadline(&self.ocr, img, dpi, index + 1, deadline)?;
+        let (rotation, words) =
+            ocr::read_with_deadline(&self.ocr, img, dpi, index + 1, deadline, turn)?;
         let page = PageText {
             index,
             method: ReadMethod::Ocr,
@@ -574,7 +669,8 @@ impl PageReader {
 /// (an upgrade re-reads pages rather than trusting old results).
 fn cache_key(parts: &[&[u8]]) -> String {
     let mut h = Sha256::new();
-    h.update(b"ironclad-ocr/1\0");
+    // 2: words from the result iterator, no fixed-pitch pass, image resolution hints.
+    h.update(b"ironclad-ocr/2\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());

@@ -7,6 +7,7 @@
 //! plus a grace period; past that the caller reports a terminal timeout and the thread is left
 //! to finish (layout analysis always ends) and hand its engines back to the pool.
 
+use crate::budget::Turn;
 use crate::engine::{mean_confidence, Recognized, Tess};
 use crate::gray::Gray;
 use crate::{remaining, ReadError, ReadOptions};
@@ -93,13 +94,15 @@ impl OcrPool {
 }
 
 /// Reads `img` upright on an OCR thread, returning by `deadline` (plus [`GRACE`]) whatever
-/// Tesseract is doing: the rotation applied and the words.
+/// Tesseract is doing: the rotation applied and the words. The page's `turn` moves to the
+/// thread and is given back when it finishes, so a straggler still counts against the budget.
 pub(crate) fn read_with_deadline(
     pool: &Arc<OcrPool>,
     img: Gray,
     dpi: Option<u32>,
     page_no: u32,
     deadline: Instant,
+    turn: Turn,
 ) -> Result<(u16, Vec<Word>), ReadError> {
     const RUNNING: u8 = 0;
     const DONE: u8 = 1;
@@ -110,6 +113,7 @@ pub(crate) fn read_with_deadline(
     thread::Builder::new()
         .name(format!("ocr-page-{page_no}"))
         .spawn(move || {
+            let _turn = turn;
             let mut engines = shared.take();
             let result = read_upright(&shared, &mut engines, &img, dpi, page_no, deadline);
             shared.give_back(engines);

@@ -144,29 +144,40 @@ impl TextLayer {
     }
 }
 
-/// Most bytes `pdftotext -bbox-layout` may print for one file: a dense page is ≈50–60 KB of
-/// XHTML, so this is far above 500 real pages and still bounds what a hostile file can make
-/// the reader hold.
-const MAX_TEXT_LAYER_OUTPUT: usize = 128 << 20;
+/// Most bytes one `pdftotext -bbox-layout` run (at most [`TEXT_LAYER_RUN`] pages) may print:
+/// a dense page is ≈50–60 KB of XHTML, so this is far above any real run and still bounds what
+/// a hostile file can make the reader hold.
+const MAX_TEXT_LAYER_OUTPUT: usize = 64 << 20;
 
-/// Runs `pdftotext -bbox-layout` once for pages `1..=last_page` (fewer when the document is
-/// shorter) and returns one layer per page, in order: one process per file rather than per
-/// page, because on text PDFs the process start is most of the cost.
+/// Pages per `pdftotext` run. Most documents fit in one run; a long one takes one run (and
+/// one page timeout) per this many pages, so a 500-page file is not held to one page's time.
+pub(crate) const TEXT_LAYER_RUN: u32 = 64;
+
+/// Runs `pdftotext -bbox-layout` once for pages `first..=last` (1-based; fewer when the
+/// document is shorter) and returns one layer per page, in order: one process for many pages
+/// rather than one per page, because on text PDFs the process start is most of the cost.
 pub(crate) fn text_layers(
     path: &Path,
-    last_page: u32,
+    first: u32,
+    last: u32,
     timeout: Duration,
 ) -> Result<Vec<TextLayer>, ReadError> {
     let mut cmd = Command::new("pdftotext");
     cmd.arg("-bbox-layout")
-        .args(["-f", "1", "-l", &last_page.max(1).to_string()])
+        .args([
+            "-f",
+            &first.max(1).to_string(),
+            "-l",
+            &last.max(1).to_string(),
+        ])
         .arg(path_arg(path).as_ref())
         .arg("-");
+    let what = format!("pages {first}-{last}");
     let out = run(cmd, timeout, MAX_TEXT_LAYER_OUTPUT).map_err(|e| match e {
-        RunError::Timeout => {
-            ReadError::Terminal("reading the text layer took longer than the page timeout".into())
-        }
-        e => child_error("pdftotext", "", e),
+        RunError::Timeout => ReadError::Terminal(format!(
+            "{what}: reading the text layer took longer than the page timeout"
+        )),
+        e => child_error("pdftotext", &what, e),
     })?;
     Ok(parse_bbox_layout(&String::from_utf8_lossy(&out)))
 }

@@ -9,7 +9,8 @@ use common::{encode, pdf, png_with_dpi, render, skew, tiff, tiff_with_dpi, Page,
 use image::{GrayImage, ImageFormat};
 use ironclad_core::media::MediaType;
 use ironclad_core::page::{PageText, ReadMethod};
-use ironclad_ocr::{DirPageCache, PageCache, PageReader, ReadError, ReadOptions};
+use ironclad_ocr::{DirPageCache, PageBudget, PageCache, PageReader, ReadError, ReadOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -448,6 +449,92 @@ fn concurrent_calls_share_one_page_budget() {
         "{} engines for a budget of 2",
         r.engines_loaded()
     );
+}
+
+#[test]
+fn long_text_pdfs_are_read_in_runs_of_pages_in_order() {
+    // 130 pages: three pdftotext runs (64 + 64 + 2) after pdfinfo counted them.
+    let doc = ironclad_documents::fixtures::pdf_with_pages(
+        130,
+        "COMMERCIAL INVOICE Invoice No.: ABC-24-0123",
+    );
+    let pages = reader().read_bytes(&doc, MediaType::Pdf).unwrap();
+    assert_eq!(pages.len(), 130);
+    for (i, page) in pages.iter().enumerate() {
+        assert_eq!(page.index as usize, i);
+        assert_eq!(page.method, ReadMethod::TextLayer);
+        assert!(
+            page.text().contains(&format!("Page {} of 130", i + 1)),
+            "page {}: {}",
+            i + 1,
+            page.text()
+        );
+    }
+}
+
+#[test]
+fn a_cancelled_read_stops_taking_turns() {
+    let r = PageReader::new(
+        ReadOptions {
+            threads: 1,
+            ..opts()
+        },
+        None,
+    );
+    let scan = tiff(&[
+        invoice_scan(),
+        invoice_scan(),
+        invoice_scan(),
+        invoice_scan(),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scan.tiff");
+    std::fs::write(&path, &scan).unwrap();
+    let cancel = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        let read = s.spawn(|| r.read_loaded_until(&path, &scan, MediaType::Tiff, &cancel));
+        // Cancelled while the first of four pages is being read.
+        std::thread::sleep(Duration::from_millis(30));
+        cancel.store(true, Ordering::Relaxed);
+        read.join().unwrap()
+    });
+    assert!(
+        matches!(&result, Err(ReadError::Retryable(m)) if m.contains("cancelled")),
+        "{result:?}"
+    );
+    assert!(
+        r.ocr_calls() < 4,
+        "{} pages read after the cancel",
+        r.ocr_calls()
+    );
+}
+
+#[test]
+fn readers_sharing_a_budget_take_turns_oldest_file_first() {
+    // One turn for two readers: the file that started first has all its pages read before
+    // the other reader's page, even though that one is shorter.
+    let budget = Arc::new(PageBudget::new(1));
+    let one_thread = || ReadOptions {
+        threads: 1,
+        ..opts()
+    };
+    let (a, b) = (
+        PageReader::with_budget(one_thread(), None, Arc::clone(&budget)),
+        PageReader::with_budget(one_thread(), None, budget),
+    );
+    let long = tiff(&[invoice_scan(), invoice_scan(), invoice_scan()]);
+    let short = encode(invoice_scan(), ImageFormat::Png);
+    let started = Instant::now();
+    let (long_done, short_done) = std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            a.read_bytes(&long, MediaType::Tiff).unwrap();
+            started.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        b.read_bytes(&short, MediaType::Png).unwrap();
+        (first.join().unwrap(), started.elapsed())
+    });
+    assert!(long_done < short_done, "{long_done:?} vs {short_done:?}");
 }
 
 #[test]

@@ -7,19 +7,23 @@ use ironclad_documents::processor::{
     DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_extract::{Analysis, Workflow};
-use ironclad_ocr::{PageCache, PageReader, ReadError, ReadOptions};
+use ironclad_ocr::{PageBudget, PageCache, PageReader, ReadError, ReadOptions};
 use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 
 /// Readers by Tesseract language set, created on first use: a workflow declares the languages
 /// its documents are written in, and Tesseract reads best with exactly those models loaded.
+/// Every reader takes turns from one page budget, so the process reads `options.threads`
+/// scanned pages at once whatever the languages.
 pub struct ReaderPool {
     options: ReadOptions,
     cache: Option<Arc<dyn PageCache>>,
+    budget: Arc<PageBudget>,
     readers: std::sync::Mutex<HashMap<String, Arc<PageReader>>>,
 }
 
@@ -27,6 +31,7 @@ impl ReaderPool {
     /// Readers with `options` (whose `languages` is the default set) sharing `cache`.
     pub fn new(options: ReadOptions, cache: Option<Arc<dyn PageCache>>) -> Self {
         Self {
+            budget: Arc::new(PageBudget::new(options.threads)),
             options,
             cache,
             readers: std::sync::Mutex::new(HashMap::new()),
@@ -43,12 +48,13 @@ impl ReaderPool {
         readers
             .entry(languages.clone())
             .or_insert_with(|| {
-                Arc::new(PageReader::new(
+                Arc::new(PageReader::with_budget(
                     ReadOptions {
                         languages,
                         ..self.options.clone()
                     },
                     self.cache.clone(),
+                    Arc::clone(&self.budget),
                 ))
             })
             .clone()
@@ -117,11 +123,15 @@ impl DocumentProcessor for ReadingProcessor {
             let media = input.media_type;
             let wf = workflow.clone();
             let path = input.blob_path.clone();
+            // A job past its timeout drops this future: its read then stops taking page turns
+            // from the files still being read.
+            let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+            let flag = Arc::clone(&cancel.0);
             let (pages, analysis) = tokio::task::spawn_blocking(
                 move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
                     // Blobs are content-addressed and never rewritten: the verified bytes are
                     // what poppler reads at `path`.
-                    let pages = reader.read_loaded(&path, &bytes, media)?;
+                    let pages = reader.read_loaded_until(&path, &bytes, media, &flag)?;
                     let analysis = wf.map(|w| ironclad_extract::analyze(&w.workflow, &pages));
                     Ok((pages, analysis))
                 },
@@ -158,6 +168,15 @@ impl DocumentProcessor for ReadingProcessor {
 
     fn name(&self) -> &'static str {
         "reading"
+    }
+}
+
+/// Sets its flag when dropped: the processing future was dropped, finished or not.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
