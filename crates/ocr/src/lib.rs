@@ -87,10 +87,9 @@ mod ocr;
 mod pdf;
 mod process;
 mod resolution;
-
-pub use budget::PageBudget;
 mod scan_page;
 
+pub use budget::PageBudget;
 pub use cache::{DirPageCache, PageCache};
 
 use gray::Gray;
@@ -119,8 +118,8 @@ pub struct ReadOptions {
     /// before it is rendered or decoded. Default 60 M (an A4 page at 300 DPI is 8.7 M, A3 17.4 M).
     pub max_pixels_per_page: u64,
     /// Longest one scanned page may take from its turn to its result (rendering, OCR), and
-    /// longest the text layer of a whole PDF may take; over it is a terminal error, returned
-    /// at most about a second after the deadline. Default 120 s.
+    /// longest one `pdftotext` run (up to 64 pages of text layer) may take; over it is a
+    /// terminal error, returned at most about a second after the deadline. Default 120 s.
     pub page_timeout: Duration,
     /// A PDF page whose text layer has fewer letters and digits than this is OCRed instead.
     /// Default 25.
@@ -346,8 +345,8 @@ impl PageReader {
         }
     }
 
-    /// A PDF: one `pdftotext` run gives every page's text layer (and the page count); pages
-    /// without real text are then rendered and OCRed.
+    /// A PDF: `pdftotext` gives every page's text layer (and the page count, see
+    /// [`PageReader::text_layers`]); pages without real text are then rendered and OCRed.
     fn read_pdf(
         &self,
         bytes: &[u8],

@@ -85,8 +85,8 @@ pub fn tesseract_languages(codes: &[String]) -> Option<String> {
 ///
 /// Every job the worker runs at once reads its file at once: text-layer files never wait
 /// behind a long scan, and a one-page scan does not leave a core idle. What bounds CPU and
-/// memory is each reader's page budget (`ReadOptions::threads` scanned pages in flight, oldest
-/// file first), not a limit on files.
+/// memory is the readers' shared page budget (`ReadOptions::threads` scanned pages in flight,
+/// oldest file first), not a limit on files.
 pub struct ReadingProcessor {
     readers: ReaderPool,
     workflows: WorkflowSet,
