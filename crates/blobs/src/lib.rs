@@ -2,22 +2,32 @@
 //!
 //! A blob is stored once under its SHA-256: `<root>/sha256/ab/cd/<64 hex>`, and its key is that
 //! path relative to the root (`sha256/ab/cd/<hex>`). Uploads stream into a temporary file under
-//! `<root>/tmp`, hashed as they go; [`BlobWriter::finish`] fsyncs the file, renames it into
-//! place and fsyncs the directory, so a key handed to the intake transaction always names
-//! durable, complete bytes (design §1: bytes are durable before the intake commits).
+//! `<root>/tmp`, hashed as they go; [`BlobWriter::finish`] fsyncs the file, links it into
+//! place (or verifies and syncs the copy already there) and fsyncs the directories, so a key
+//! handed to the intake transaction always names durable, complete bytes (design §1: bytes are
+//! durable before the intake commits).
 //!
 //! **Design choice.** Content addressing makes a retried or duplicated upload free and lets
 //! cases share identical files, with no database round trip on the write path. **Its cost:** a
 //! blob cannot be deleted just because one request failed — another case may be about to
 //! reference the same key — so orphans are collected by [`BlobStore::sweep`], whose protocol
 //! (move to trash, re-check, then delete) is described on [`sweep`](mod@sweep). Writers help it
-//! by touching an existing blob's mtime when they find their content already stored.
+//! by touching an existing blob's mtime when they find their content already stored (after
+//! verifying its SHA-256: a same-size copy may still be damaged).
 //!
-//! The store assumes a POSIX file system (atomic `rename`, directory fsync, inode numbers).
+//! A failed request need not leave its blobs to the sweep: the ones it *created*
+//! ([`StoredBlob::created`]) can be deleted at once with [`BlobStore::discard_created`], which
+//! runs the same protocol but, instead of a grace period, checks that no other writer has
+//! deduplicated against the blob since it was created.
+//!
+//! The store assumes a POSIX file system (atomic `rename`, hard links, directory fsync, inode
+//! numbers).
 #![deny(missing_docs)]
 
+pub mod discard;
 mod error;
 pub mod sweep;
+mod trash;
 mod writer;
 
 pub use error::BlobError;
@@ -52,6 +62,8 @@ impl BlobStore {
             std::fs::create_dir_all(&path)
                 .map_err(|e| BlobError::io("creating directory", &path, e))?;
         }
+        // Blobs are only as durable as the entries of the directories that hold them.
+        writer::sync_dir(&root)?;
         Ok(Self { root })
     }
 

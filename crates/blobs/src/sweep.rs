@@ -22,6 +22,10 @@
 //! deleted too, and a sweep starts by putting back anything an interrupted sweep left in
 //! `trash/`.
 //!
+//! Parking, putting back and deleting live in the crate's `trash` module, shared with
+//! [`BlobStore::discard_created`], which deletes a failed request's own blobs at once by the
+//! same protocol (see [`discard`](crate::discard)).
+//!
 //! # Why it is safe
 //!
 //! The rename in step 2 is the single instant at which a blob leaves its path, and it splits
@@ -32,7 +36,7 @@
 //!   place; the rename preserves the inode, so the check in step 3 (after the rename) sees
 //!   the fresh mtime and puts the blob back.
 //! * **`finish` ran after the rename.** It finds no file (or sees its touch land on a file
-//!   that has left the path) and renames its own copy into place: the content is stored
+//!   that has left the path) and links its own copy into place: the content is stored
 //!   again, and the sweep only ever deletes its trashed copy, never a file at a blob path.
 //!
 //! Step 4 covers a reference committed between the two checks by a request that did not
@@ -45,8 +49,8 @@
 //! sweeps lose nothing — only trash names are ever unlinked, and the start-up recovery of one
 //! merely puts back what the other parked — but they waste work.
 
-use crate::writer::sync_dir;
-use crate::{is_valid_key, key_for, BlobError, BlobStore, BLOBS_DIR, TMP_DIR, TRASH_DIR};
+use crate::trash::{self, recover_trash, remove, restore, restore_all, Parked};
+use crate::{is_valid_key, BlobError, BlobStore, BLOBS_DIR, TMP_DIR};
 use std::collections::HashSet;
 use std::fmt::Display;
 use std::fs;
@@ -72,14 +76,6 @@ pub struct SweepReport {
     pub kept_fresh: usize,
     /// Abandoned temp files removed.
     pub temp_removed: usize,
-}
-
-/// An orphan candidate parked in the trash between the two reference checks.
-#[derive(Debug)]
-struct Parked {
-    key: String,
-    target: PathBuf,
-    trash: PathBuf,
 }
 
 /// What the re-check of a parked blob decided.
@@ -186,7 +182,7 @@ impl BlobStore {
 }
 
 /// Runs blocking file-system work off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, BlobError> + Send + 'static,
 ) -> Result<T, BlobError> {
     tokio::task::spawn_blocking(work)
@@ -305,15 +301,7 @@ fn park(root: &Path, key: String, grace: Duration) -> Result<Option<Parked>, Blo
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(BlobError::io("reading mtime of", &target, e)),
     }
-    let hex = &key[key.len() - 64..];
-    let trash = root
-        .join(TRASH_DIR)
-        .join(format!("{hex}.{}", uuid::Uuid::new_v4().simple()));
-    match fs::rename(&target, &trash) {
-        Ok(()) => Ok(Some(Parked { key, target, trash })),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(BlobError::io("moving to trash", &target, e)),
-    }
+    trash::park(root, key)
 }
 
 /// Step 3 (and again before deleting): has a writer touched or re-stored this blob?
@@ -377,77 +365,6 @@ fn finish_all(
     }
 }
 
-/// Puts a parked blob back without ever replacing a file a writer put there meanwhile.
-fn restore(p: &Parked) -> Result<(), BlobError> {
-    put_back(&p.trash, &p.target)
-}
-
-fn restore_all(parked: &[Parked]) -> Result<(), BlobError> {
-    let mut first_error = None;
-    for p in parked {
-        if let Err(e) = restore(p) {
-            tracing::error!(key = %p.key, error = %e, "could not put a parked blob back");
-            first_error.get_or_insert(e);
-        }
-    }
-    first_error.map_or(Ok(()), Err)
-}
-
-/// `link` then `unlink`: if the target exists already (same content, by construction), the
-/// trashed copy is simply dropped. The directory is synced between the two so a crash
-/// cannot lose both names.
-fn put_back(trash: &Path, target: &Path) -> Result<(), BlobError> {
-    if let Some(dir) = target.parent() {
-        fs::create_dir_all(dir).map_err(|e| BlobError::io("creating directory", dir, e))?;
-    }
-    match fs::hard_link(trash, target) {
-        Ok(()) => {
-            if let Some(dir) = target.parent() {
-                sync_dir(dir)?;
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(BlobError::io("putting back", target, e)),
-    }
-    remove(trash)
-}
-
-fn remove(path: &Path) -> Result<(), BlobError> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(BlobError::io("removing", path, e)),
-    }
-}
-
-/// Puts back everything an interrupted sweep left in the trash; the next listing judges it
-/// afresh.
-fn recover_trash(root: &Path) -> Result<(), BlobError> {
-    let trash_dir = root.join(TRASH_DIR);
-    let mut recovered = 0usize;
-    for entry in fs::read_dir(&trash_dir).map_err(|e| BlobError::io("listing", &trash_dir, e))? {
-        let entry = entry.map_err(|e| BlobError::io("listing", &trash_dir, e))?;
-        let name = entry.file_name();
-        // Only names this module wrote (`<64 lowercase hex>.<nonce>`) are put back.
-        let Some(hex) = name.to_str().and_then(|n| n.split('.').next()) else {
-            continue;
-        };
-        if hex.len() != 64 || !hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-            continue;
-        }
-        let key = key_for(hex);
-        put_back(&entry.path(), &root.join(&key))?;
-        recovered += 1;
-    }
-    if recovered > 0 {
-        tracing::warn!(
-            recovered,
-            "put back blobs left in the trash by an interrupted sweep"
-        );
-    }
-    Ok(())
-}
-
 /// Deletes temp files (abandoned uploads) not written to within `grace`.
 fn remove_old_temps(root: &Path, grace: Duration) -> Result<usize, BlobError> {
     let tmp = root.join(TMP_DIR);
@@ -470,6 +387,7 @@ fn remove_old_temps(root: &Path, grace: Duration) -> Result<usize, BlobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_for;
 
     const HEX: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
     const GRACE: Duration = Duration::from_secs(600);
