@@ -19,6 +19,7 @@
 //! ```
 
 mod cli_extract;
+mod control_glyphs;
 mod evaluate;
 mod hostile;
 mod report;

@@ -6,6 +6,7 @@
 //! (`TessBaseAPISetImage`), which costs one copy and no encoding.
 
 use crate::gray::Gray;
+use crate::text_clean::word_text;
 use ironclad_core::page::{BBox, Word};
 use leptess::capi;
 use std::ffi::{CStr, CString};
@@ -167,7 +168,8 @@ impl Tess {
                 ) != 0;
                 let text = capi::TessResultIteratorGetUTF8Text(it, word);
                 if !text.is_null() {
-                    let s = CStr::from_ptr(text).to_string_lossy().trim().to_owned();
+                    // Tesseract's unicharset is data: clean what it gives like any text.
+                    let s = word_text(&CStr::from_ptr(text).to_string_lossy());
                     capi::TessDeleteText(text);
                     let conf = capi::TessResultIteratorConfidence(it, word);
                     let (mut l, mut t, mut r, mut b) = (0, 0, 0, 0);

@@ -62,6 +62,10 @@
 //!   rendered pixels (so the same scan inside another file is recognised too). Keys include
 //!   the languages, DPI, text-layer threshold, rotation setting and Tesseract version.
 //!   Text-layer pages are not cached: extracting them again costs what reading the cache would.
+//! * **Only clean text leaves.** Every word, from the text layer, Tesseract or the cache, is
+//!   stripped of control characters (but tab, newline and CR) and Unicode noncharacters, and
+//!   dropped with its box if nothing is left (`text_clean.rs`): a PDF can map a glyph to
+//!   U+0000, which PostgreSQL refuses to store.
 //!
 //! # Errors
 //!
@@ -88,6 +92,7 @@ mod pdf;
 mod process;
 mod resolution;
 mod scan_page;
+mod text_clean;
 
 pub use budget::PageBudget;
 pub use cache::{DirPageCache, PageCache};
@@ -660,6 +665,9 @@ impl PageReader {
         let mut page = self.cache.as_ref()?.get(key)?;
         // The same pixels may be another page of another file.
         page.index = index;
+        // A cache is outside storage (or older code wrote it): its words are cleaned like
+        // words just read.
+        text_clean::clean_words(&mut page.words);
         Some(page)
     }
 }

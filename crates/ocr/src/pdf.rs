@@ -7,6 +7,7 @@
 
 use crate::gray::{parse_pgm, Gray};
 use crate::process::{run, RunError};
+use crate::text_clean::{is_junk, word_text};
 use crate::ReadError;
 use ironclad_core::page::{BBox, Word};
 use std::path::Path;
@@ -184,7 +185,8 @@ pub(crate) fn text_layers(
 
 /// Parses pdftotext's `-bbox-layout` XHTML: one layer per `<page>`, lines numbered from 0 on
 /// each page. pdftotext escapes `<`, `>` and `&` in text, so a tag scan is exact; unknown tags
-/// are skipped.
+/// are skipped. Words are cleaned (`text_clean`): a `ToUnicode` CMap can map a glyph to a
+/// control character, which poppler prints as it is; a word left empty is dropped.
 pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
     let mut pages: Vec<TextLayer> = Vec::new();
     let (mut page_w, mut page_h) = (0.0f32, 0.0f32);
@@ -214,7 +216,7 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
             }
             "word" => {
                 let end = rest.find("</word>").unwrap_or(rest.len());
-                let text = unescape(rest[..end].trim());
+                let text = word_text(&unescape(rest[..end].trim()));
                 rest = &rest[end..];
                 let Some(page) = pages.last_mut() else {
                     continue;
@@ -271,20 +273,16 @@ fn unescape(s: &str) -> String {
         };
         let entity = &rest[1..semi];
         let ch = match entity {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" => Some('\''),
-            _ => entity
-                .strip_prefix("#x")
-                .and_then(|h| u32::from_str_radix(h, 16).ok())
-                .or_else(|| entity.strip_prefix('#').and_then(|d| d.parse().ok()))
-                .and_then(char::from_u32),
+            "amp" => Some(Some('&')),
+            "lt" => Some(Some('<')),
+            "gt" => Some(Some('>')),
+            "quot" => Some(Some('"')),
+            "apos" => Some(Some('\'')),
+            _ => numeric_reference(entity),
         };
         match ch {
             Some(c) => {
-                out.push(c);
+                out.extend(c);
                 rest = &rest[semi + 1..];
             }
             None => {
@@ -295,6 +293,28 @@ fn unescape(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// What the numeric character reference `entity` (`#233` or `#xE9`, without `&` and `;`)
+/// stands for: `None` when it is not one (the text is kept as written), `Some(None)` when it is
+/// well formed but names nothing a word may hold — U+0000, another control character, a
+/// surrogate, a noncharacter, or past U+10FFFF — so it stands for nothing, like the raw
+/// character would (see `text_clean`).
+fn numeric_reference(entity: &str) -> Option<Option<char>> {
+    let (digits, radix) = match entity.strip_prefix("#x") {
+        Some(hex) => (hex, 16),
+        None => (entity.strip_prefix('#')?, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    // Only digits: parsing fails only by overflow, which is past U+10FFFF too.
+    Some(
+        u32::from_str_radix(digits, radix)
+            .ok()
+            .and_then(char::from_u32)
+            .filter(|&c| !is_junk(c)),
+    )
 }
 
 /// Renders one page (1-based) to 8-bit grayscale with `pdftoppm`, streaming PGM on stdout.
@@ -478,10 +498,78 @@ mod tests {
     }
 
     #[test]
-    fn unescape_is_lenient() {
+    fn bbox_layout_never_gives_control_characters() {
+        // Raw control bytes as poppler prints them, and references as another producer might
+        // write them: U+0000 inside a word, a word of nothing but junk (dropped with its box),
+        // references to NUL, a surrogate, a noncharacter and past U+10FFFF.
+        let xml = "<doc><page width=\"100\" height=\"100\"><flow><block><line>\
+            <word xMin=\"1\" yMin=\"1\" xMax=\"9\" yMax=\"9\">Ship\u{0}per</word>\
+            <word xMin=\"10\" yMin=\"1\" xMax=\"19\" yMax=\"9\">\u{0}\u{1b}</word>\
+            <word xMin=\"20\" yMin=\"1\" xMax=\"29\" yMax=\"9\">&#0;</word>\
+            <word xMin=\"30\" yMin=\"1\" xMax=\"39\" yMax=\"9\">A&#x0;B&#1;C\u{7f}</word>\
+            <word xMin=\"40\" yMin=\"1\" xMax=\"49\" yMax=\"9\">x&#xD800;y&#xFFFF;z</word>\
+            <word xMin=\"50\" yMin=\"1\" xMax=\"59\" yMax=\"9\">&#1114112;&#x110000;</word>\
+            <word xMin=\"60\" yMin=\"1\" xMax=\"69\" yMax=\"9\">\u{85}&#9;</word>\
+            <word xMin=\"70\" yMin=\"1\" xMax=\"79\" yMax=\"9\">&#233;t&#xE9;</word>\
+            </line></block></flow></page></doc>";
+        let pages = parse_bbox_layout(xml);
+        let words: Vec<(&str, f32)> = pages[0]
+            .words
+            .iter()
+            .map(|w| (w.text.as_str(), w.bbox.x0))
+            .collect();
         assert_eq!(
-            unescape("a & b &bogus; &#99999999;"),
-            "a & b &bogus; &#99999999;"
+            words,
+            vec![("Shipper", 0.01), ("ABC", 0.3), ("xyz", 0.4), ("été", 0.7)]
+        );
+    }
+
+    #[test]
+    fn numeric_references_never_give_junk() {
+        for n in [
+            0u32, 1, 8, 0x1b, 0x7f, 0x85, 0xd800, 0xdfff, 0xfdd0, 0xfffe, 0xffff,
+        ]
+        .into_iter()
+        .chain([0x10ffff, 0x110000, 99_999_999])
+        {
+            for reference in [
+                format!("&#{n};"),
+                format!("&#x{n:X};"),
+                format!("&#x{n:x};"),
+            ] {
+                assert_eq!(unescape(&reference), "", "{reference}");
+            }
+        }
+        assert_eq!(unescape("&#xFFFFFFFF;&#x00000000;&#000000000;"), "");
+        // Longer than any real reference: not read as one (and so never a code point).
+        assert_eq!(unescape("&#4294967295;"), "&#4294967295;");
+        assert_eq!(unescape("&#9;&#10;&#13;"), "\t\n\r");
+        assert_eq!(unescape("&#x20AC;&#8364;"), "€€");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_numeric_reference_gives_junk(
+            n in proptest::prop_oneof![0u32..0x100, 0u32..0x11_0000, proptest::prelude::any::<u32>()]
+        ) {
+            for reference in [format!("&#{n};"), format!("&#x{n:x};")] {
+                let out = unescape(&reference);
+                proptest::prop_assert!(!out.chars().any(crate::text_clean::is_junk), "{} -> {:?}", reference, out);
+                if let Some(c) = char::from_u32(n).filter(|&c| !crate::text_clean::is_junk(c)) {
+                    proptest::prop_assert_eq!(out, c.to_string());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unescape_is_lenient() {
+        // Unknown entities stay as written; a well-formed reference past U+10FFFF names no
+        // character and stands for nothing.
+        assert_eq!(unescape("a & b &bogus; &#99999999;"), "a & b &bogus; ");
+        assert_eq!(
+            unescape("&#; &#x; &#1a; &#X41; &#-1;"),
+            "&#; &#x; &#1a; &#X41; &#-1;"
         );
     }
 }

@@ -332,6 +332,53 @@ fn second_read_of_the_same_file_hits_the_cache() {
     assert_eq!(fra.ocr_calls(), 1);
 }
 
+/// A cache that answers every key with one page, whatever it holds.
+struct FixedCache(PageText);
+
+impl PageCache for FixedCache {
+    fn get(&self, _key: &str) -> Option<PageText> {
+        Some(self.0.clone())
+    }
+    fn put(&self, _key: &str, _page: &PageText) {}
+}
+
+#[test]
+fn words_from_the_cache_are_cleaned_like_words_just_read() {
+    use ironclad_core::page::{BBox, Word};
+    let word = |text: &str, x0: f32| Word {
+        text: text.into(),
+        bbox: BBox {
+            x0,
+            y0: 0.1,
+            x1: x0 + 0.05,
+            y1: 0.2,
+        },
+        confidence: 0.9,
+        line: 0,
+    };
+    let stored = PageText {
+        index: 7,
+        method: ReadMethod::Ocr,
+        confidence: 0.9,
+        rotation: 0,
+        words: vec![
+            word("Ship\0per", 0.1),
+            word("\0\u{1b}", 0.3),
+            word("Ltd", 0.5),
+        ],
+    };
+    let r = PageReader::new(opts(), Some(Arc::new(FixedCache(stored))));
+    let png = encode(invoice_scan(), ImageFormat::Png);
+    let pages = r.read_bytes(&png, MediaType::Png).unwrap();
+    assert_eq!(r.ocr_calls(), 0, "answered by the cache");
+    let words: Vec<(&str, f32)> = pages[0]
+        .words
+        .iter()
+        .map(|w| (w.text.as_str(), w.bbox.x0))
+        .collect();
+    assert_eq!(words, [("Shipper", 0.1), ("Ltd", 0.5)]);
+}
+
 #[test]
 fn jpeg_scans_are_rendered_in_process_and_anything_more_by_poppler() {
     let r = reader();
