@@ -315,10 +315,12 @@ pub async fn dispatch(ctx: &Ctx, mode: &Mode, db: &TestDb, prefix: &str) -> anyh
         let ids: Vec<_> = batch.iter().map(|r| r.id).collect();
         let bodies: Vec<String> = batch.into_iter().map(|r| r.payload).collect();
         let t = Instant::now();
-        queue.publish(&bodies).await?;
+        let stream_ids = queue.publish(&bodies).await?;
         publish += t.elapsed().as_secs_f64();
         let t = Instant::now();
-        db.store.outbox_mark_published(&ids, token).await?;
+        db.store
+            .outbox_mark_published(&ids, token, &stream_ids)
+            .await?;
         mark += t.elapsed().as_secs_f64();
         batches += 1;
     }

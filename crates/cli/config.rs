@@ -71,6 +71,44 @@ pub struct Connections {
     /// PostgreSQL connections per process.
     #[arg(long, env = "IRONCLAD_DB_POOL", default_value_t = 16, global = true)]
     pub db_pool: u32,
+    /// Extra PostgreSQL connections kept for lease renewals (0: share the main pool).
+    #[arg(
+        long,
+        env = "IRONCLAD_DB_LEASE_POOL",
+        default_value_t = 2,
+        global = true
+    )]
+    pub db_lease_pool: u32,
+    /// Longest wait for a PostgreSQL connection.
+    #[arg(long, env = "IRONCLAD_DB_ACQUIRE_TIMEOUT", default_value = "10s", value_parser = parse_duration, global = true)]
+    pub db_acquire_timeout: Duration,
+    /// Server-side `statement_timeout` of every session.
+    #[arg(long, env = "IRONCLAD_DB_STATEMENT_TIMEOUT", default_value = "60s", value_parser = parse_duration, global = true)]
+    pub db_statement_timeout: Duration,
+    /// Server-side `lock_timeout` of every session.
+    #[arg(long, env = "IRONCLAD_DB_LOCK_TIMEOUT", default_value = "10s", value_parser = parse_duration, global = true)]
+    pub db_lock_timeout: Duration,
+    /// Server-side `idle_in_transaction_session_timeout` of every session.
+    #[arg(long, env = "IRONCLAD_DB_IDLE_IN_TRANSACTION_TIMEOUT", default_value = "60s", value_parser = parse_duration, global = true)]
+    pub db_idle_in_transaction_timeout: Duration,
+    /// TCP keepalive idle time on the server's side of every connection.
+    #[arg(long, env = "IRONCLAD_DB_KEEPALIVE", default_value = "30s", value_parser = parse_duration, global = true)]
+    pub db_keepalive: Duration,
+}
+
+impl Connections {
+    /// The PostgreSQL pool settings.
+    pub fn pool(&self) -> ironclad_store::PoolSettings {
+        ironclad_store::PoolSettings {
+            max_connections: self.db_pool,
+            lease_connections: self.db_lease_pool,
+            acquire_timeout: self.db_acquire_timeout,
+            statement_timeout: self.db_statement_timeout,
+            lock_timeout: self.db_lock_timeout,
+            idle_in_transaction_timeout: self.db_idle_in_transaction_timeout,
+            keepalive_idle: self.db_keepalive,
+        }
+    }
 }
 
 /// Settings of the long-running roles.
@@ -151,10 +189,15 @@ pub struct RoleSettings {
     /// Reconciler sweep interval.
     #[arg(long, env = "IRONCLAD_RECONCILE_EVERY", default_value = "5s", value_parser = parse_duration)]
     pub reconcile_every: Duration,
-    /// A due job whose message was published this long ago without being consumed is announced
-    /// again (what makes a Redis FLUSHALL a delay, not a loss).
-    #[arg(long, env = "IRONCLAD_REEMIT_AFTER", default_value = "2m", value_parser = parse_duration)]
+    /// A due job whose message was published at least this long ago and no longer waits in
+    /// Redis (stream or pending list) is announced again: what makes a Redis FLUSHALL a delay,
+    /// not a loss.
+    #[arg(long, env = "IRONCLAD_REEMIT_AFTER", default_value = "10s", value_parser = parse_duration)]
     pub reemit_after: Duration,
+    /// How long a worker keeps retrying to commit a finished job's outcome while PostgreSQL
+    /// is unreachable, before leaving the message to recovery.
+    #[arg(long, env = "IRONCLAD_OUTCOME_PATIENCE", default_value = "10m", value_parser = parse_duration)]
+    pub outcome_patience: Duration,
     /// Orphaned blobs younger than this are kept.
     #[arg(long, env = "IRONCLAD_BLOB_GRACE", default_value = "1h", value_parser = parse_duration)]
     pub blob_grace: Duration,
@@ -190,6 +233,7 @@ impl RoleSettings {
             reconcile_every: self.reconcile_every,
             reemit_after: self.reemit_after,
             blob_grace: self.blob_grace,
+            outcome_patience: self.outcome_patience,
             ..RuntimeConfig::default()
         };
         config

@@ -9,7 +9,6 @@ pub mod submit;
 use crate::config::Connections;
 use anyhow::Context;
 use ironclad_store::Store;
-use std::time::Duration;
 
 /// Structured JSON logs for the long-running roles, compact text for operator commands.
 /// `RUST_LOG` filters (default `info` for roles, `warn` for commands).
@@ -32,7 +31,7 @@ pub fn init_logging(role: bool) {
 
 /// Connects to PostgreSQL, failing with a clear message when it is not there.
 pub async fn connect_store(c: &Connections) -> anyhow::Result<Store> {
-    Store::connect(&c.database_url, c.db_pool, Duration::from_secs(10))
+    Store::connect_with(&c.database_url, &c.pool())
         .await
         .with_context(|| format!("cannot reach PostgreSQL at {}", redact(&c.database_url)))
 }

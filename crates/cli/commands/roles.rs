@@ -7,6 +7,7 @@ use ironclad_api::{ApiConfig, AppState, IntakeLimits};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_queue::{Queue, StreamConfig};
+use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_runtime::{Dispatcher, Reconciler, Worker};
 use ironclad_store::Store;
 use metrics_exporter_prometheus::Matcher;
@@ -114,10 +115,7 @@ fn stream_config(c: &Connections, s: &RoleSettings) -> StreamConfig {
 
 pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Result<ExitCode> {
     let runtime_config = s.runtime()?;
-    let faults = match std::env::var("IRONCLAD_CRASH_AT") {
-        Ok(points) => Faults::with_crashes_from(&points),
-        Err(_) => Faults::none(),
-    };
+    let faults = armed_faults()?;
     // Buckets turn the duration metrics into Prometheus histograms (summaries cannot be
     // aggregated across processes).
     let buckets = [
@@ -186,19 +184,29 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         tasks.spawn(d.run(shutdown.clone()));
     }
     if roles.worker {
-        let processor = build_processor(&store, s).await?;
-        let w = Arc::new(Worker::new(
+        let (processor, catalog) = build_processor(&store, s).await?;
+        let mut w = Worker::new(
             store.clone(),
             queue.clone(),
             blobs.clone(),
             processor,
             runtime_config.clone(),
             faults.clone(),
-        ));
+        );
+        if let Some(catalog) = catalog {
+            w = w.with_workflows(catalog);
+        }
+        let w = Arc::new(w);
         tasks.spawn(w.run(shutdown.clone()));
     }
     if roles.reconciler {
-        let r = Reconciler::new(store.clone(), blobs.clone(), runtime_config.clone());
+        let r = Reconciler::new(
+            store.clone(),
+            queue.clone(),
+            blobs.clone(),
+            runtime_config.clone(),
+            faults.clone(),
+        );
         tasks.spawn(r.run(shutdown.clone()));
     }
     tracing::info!(?roles, consumer = %queue.config().consumer, "ironclad started");
@@ -221,15 +229,20 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// The document processor named by `--processor`: `reading` (text layer + Tesseract + the
-/// workflow), `stand-in`, or a `test:` spec.
+/// The document processor named by `--processor` — `reading` (text layer + Tesseract + the
+/// workflow), `stand-in`, or a `test:` spec — and, for the processors that apply workflows,
+/// the catalog that pins each case to one workflow version.
 async fn build_processor(
     store: &Store,
     s: &RoleSettings,
-) -> anyhow::Result<Arc<dyn ironclad_documents::processor::DocumentProcessor>> {
+) -> anyhow::Result<(
+    Arc<dyn ironclad_documents::processor::DocumentProcessor>,
+    Option<Arc<WorkflowCatalog>>,
+)> {
     if s.processor != "reading" && s.processor != "openai" {
-        return ironclad_documents::processor::processor_from_spec(&s.processor)
-            .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor));
+        let processor = ironclad_documents::processor::processor_from_spec(&s.processor)
+            .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor))?;
+        return Ok((processor, None));
     }
     let yaml = match &s.workflow {
         Some(path) => std::fs::read_to_string(path)
@@ -280,6 +293,11 @@ async fn build_processor(
             },
         );
     }
+    let catalog = Arc::new(WorkflowCatalog::new(
+        store.clone(),
+        set.default.clone(),
+        set.by_name.values().cloned(),
+    ));
     // By default the cache sits beside the blob store, so a reprocess or a duplicate upload is
     // never OCRed twice.
     let cache_dir = s
@@ -309,11 +327,30 @@ async fn build_processor(
         config.timeout = s.provider_timeout;
         let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
         let provider = ironclad_provider::OpenAiProvider::new(config, reader, set)?;
-        return Ok(Arc::new(provider));
+        return Ok((Arc::new(provider), Some(catalog)));
     }
-    Ok(Arc::new(ironclad_runtime::reading::ReadingProcessor::new(
-        readers, set,
-    )))
+    Ok((
+        Arc::new(ironclad_runtime::reading::ReadingProcessor::new(
+            readers, set,
+        )),
+        Some(catalog),
+    ))
+}
+
+/// Fault points armed by `IRONCLAD_FAULTS` (`point=abort|error|sleep:5s[*count]`, comma
+/// separated) or the older `IRONCLAD_CRASH_AT` (point names, each an abort). Test builds only:
+/// a release binary refuses to start with either set rather than silently ignore it.
+fn armed_faults() -> anyhow::Result<Faults> {
+    let spec = [
+        std::env::var("IRONCLAD_FAULTS").unwrap_or_default(),
+        std::env::var("IRONCLAD_CRASH_AT").unwrap_or_default(),
+    ]
+    .join(",");
+    let faults = Faults::from_spec(&spec).context("IRONCLAD_FAULTS / IRONCLAD_CRASH_AT")?;
+    if !faults.is_empty() {
+        tracing::warn!(spec = %spec.trim_matches(','), "fault points armed (testing only)");
+    }
+    Ok(faults)
 }
 
 async fn wait_for_signal() {

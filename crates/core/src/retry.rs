@@ -39,14 +39,28 @@ pub enum RetryVerdict {
     GiveUp,
 }
 
+/// Where a job stands in its attempts, as the store records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempts {
+    /// The attempt that just failed (1-based, counted over the job's whole life).
+    pub attempt: i32,
+    /// Attempts the job may make in all. An operator's requeue raises it.
+    pub max_attempts: i32,
+    /// Attempts made before the current retry budget began: 0 for a new job, the attempt count
+    /// at the time of the last requeue otherwise. The backoff restarts with each budget.
+    pub budget_start: i32,
+}
+
 impl RetryPolicy {
-    /// Decides the fate of a job whose attempt number `attempt` (1-based) failed retryably.
+    /// Decides the fate of a job whose attempt failed retryably. The job's own limit decides
+    /// (not this policy's `max_attempts`, which only sets the limit of new jobs), so a requeued
+    /// job gets a fresh budget; the delay grows with the attempts of the current budget.
     /// `unit` is a random number in `[0, 1)` supplied by the caller, which keeps this pure.
-    pub fn after_failure(&self, attempt: i32, unit: f64) -> RetryVerdict {
-        if attempt >= self.max_attempts {
+    pub fn after_failure(&self, job: Attempts, unit: f64) -> RetryVerdict {
+        if job.attempt >= job.max_attempts {
             return RetryVerdict::GiveUp;
         }
-        RetryVerdict::RetryAfter(self.delay(attempt, unit))
+        RetryVerdict::RetryAfter(self.delay(job.attempt - job.budget_start, unit))
     }
 
     /// Delay before retry number `retry` (1-based), jittered by `unit` in `[0, 1)`.
@@ -92,22 +106,56 @@ mod tests {
         assert_eq!(secs, vec![30, 120, 600, 3600, 3600, 3600]);
     }
 
+    fn fresh(attempt: i32, max_attempts: i32) -> Attempts {
+        Attempts {
+            attempt,
+            max_attempts,
+            budget_start: 0,
+        }
+    }
+
     #[test]
-    fn gives_up_at_max_attempts() {
+    fn gives_up_at_the_jobs_own_limit() {
+        let p = RetryPolicy::default();
+        assert!(matches!(
+            p.after_failure(fresh(1, 3), 0.0),
+            RetryVerdict::RetryAfter(_)
+        ));
+        assert!(matches!(
+            p.after_failure(fresh(2, 3), 0.0),
+            RetryVerdict::RetryAfter(_)
+        ));
+        assert_eq!(p.after_failure(fresh(3, 3), 0.0), RetryVerdict::GiveUp);
+        assert_eq!(p.after_failure(fresh(9, 3), 0.0), RetryVerdict::GiveUp);
+    }
+
+    #[test]
+    fn a_requeued_job_gets_a_fresh_budget_and_backoff() {
         let p = RetryPolicy {
-            max_attempts: 3,
+            jitter: 0.0,
             ..RetryPolicy::default()
         };
-        assert!(matches!(
-            p.after_failure(1, 0.0),
-            RetryVerdict::RetryAfter(_)
-        ));
-        assert!(matches!(
-            p.after_failure(2, 0.0),
-            RetryVerdict::RetryAfter(_)
-        ));
-        assert_eq!(p.after_failure(3, 0.0), RetryVerdict::GiveUp);
-        assert_eq!(p.after_failure(9, 0.0), RetryVerdict::GiveUp);
+        // Dead-lettered at attempt 5 of 5, requeued with 5 more: attempt 6 fails retryably.
+        let requeued = Attempts {
+            attempt: 6,
+            max_attempts: 10,
+            budget_start: 5,
+        };
+        assert_eq!(
+            p.after_failure(requeued, 0.5),
+            RetryVerdict::RetryAfter(Duration::from_secs(30)),
+            "the first retry of a new budget waits the first delay"
+        );
+        assert_eq!(
+            p.after_failure(
+                Attempts {
+                    attempt: 10,
+                    ..requeued
+                },
+                0.5
+            ),
+            RetryVerdict::GiveUp
+        );
     }
 
     #[test]

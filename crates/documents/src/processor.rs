@@ -30,6 +30,11 @@ pub struct SourceInput {
     pub blob_path: PathBuf,
     /// The workflow the case asked for (`None`: the default one).
     pub workflow: Option<String>,
+    /// The workflow version the case is pinned to, resolved by the worker: every source of a
+    /// case is read under this one version, whichever worker reads it and whatever version
+    /// that worker loaded at start (a rolling restart must not mix versions in one case).
+    /// `None` lets the processor resolve `workflow` from its own set.
+    pub pinned_workflow: Option<crate::workflows::LoadedWorkflow>,
 }
 
 /// The result of processing one source.
@@ -365,6 +370,7 @@ mod tests {
             pages: 3,
             blob_path: path,
             workflow: None,
+            pinned_workflow: None,
         }
     }
 

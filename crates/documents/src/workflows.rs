@@ -15,6 +15,15 @@ pub struct LoadedWorkflow {
     pub workflow: Arc<Workflow>,
 }
 
+/// Two loaded workflows are the same when they are the same stored version.
+impl PartialEq for LoadedWorkflow {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for LoadedWorkflow {}
+
 /// Workflows by name, plus the one used when a case names none.
 #[derive(Debug, Clone, Default)]
 pub struct WorkflowSet {
@@ -36,6 +45,18 @@ impl WorkflowSet {
                 .map(Some)
                 .ok_or_else(|| format!("unknown workflow {name:?}")),
             None => Ok(None),
+        }
+    }
+
+    /// The workflow a source is read under: the version its case is pinned to when the worker
+    /// resolved one, else [`WorkflowSet::resolve`] of the name it asked for.
+    pub fn for_input(
+        &self,
+        input: &crate::processor::SourceInput,
+    ) -> Result<Option<LoadedWorkflow>, String> {
+        match &input.pinned_workflow {
+            Some(pinned) => Ok(Some(pinned.clone())),
+            None => self.resolve(input.workflow.as_deref()),
         }
     }
 }

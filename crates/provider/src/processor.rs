@@ -49,19 +49,11 @@ impl OpenAiProvider {
     }
 
     async fn run(&self, input: SourceInput) -> Result<ProcessedSource, ProcessorError> {
-        let name = input
-            .workflow
-            .clone()
-            .or_else(|| self.workflows.default.clone());
-        let workflow =
-            match &name {
-                Some(n) => {
-                    Some(self.workflows.by_name.get(n).cloned().ok_or_else(|| {
-                        ProcessorError::Terminal(format!("unknown workflow {n:?}"))
-                    })?)
-                }
-                None => None,
-            };
+        let workflow = self
+            .workflows
+            .for_input(&input)
+            .map_err(ProcessorError::Terminal)?;
+        let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
         let bytes = tokio::fs::read(&input.blob_path).await.map_err(|e| {
             ProcessorError::Retryable(format!("reading blob {}: {e}", input.blob_path.display()))
         })?;

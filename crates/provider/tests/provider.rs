@@ -104,6 +104,7 @@ fn source_of(dir: &tempfile::TempDir, bytes: &[u8], media_type: MediaType) -> So
         pages: 1,
         blob_path: path,
         workflow: None,
+        pinned_workflow: None,
     }
 }
 

@@ -11,24 +11,31 @@ impl Queue {
     /// Dropping the future mid-read (shutdown) loses nothing: whatever Redis already handed
     /// out stays pending for this consumer and comes back through [`Queue::reclaim`].
     pub async fn read_new(&self) -> Result<Vec<Delivery>, QueueError> {
-        match self.read_new_once().await {
+        self.read_new_up_to(self.cfg.count()).await
+    }
+
+    /// [`Queue::read_new`], taking at most `count` messages (at least 1). A worker passes its
+    /// free slots: a message it read but could not start would sit in its pending list, idle,
+    /// until another worker reclaims it — a delivery that counts against nothing but delay.
+    pub async fn read_new_up_to(&self, count: usize) -> Result<Vec<Delivery>, QueueError> {
+        match self.read_new_once(count).await {
             Err(QueueError::Redis(e)) if is_no_group(&e) => {
                 tracing::warn!(stream = %self.cfg.stream, group = %self.cfg.group,
                     "consumer group missing (redis lost its data?); recreating it");
                 self.ensure_group().await?;
-                self.read_new_once().await
+                self.read_new_once(count).await
             }
             other => other,
         }
     }
 
-    async fn read_new_once(&self) -> Result<Vec<Delivery>, QueueError> {
+    async fn read_new_once(&self, count: usize) -> Result<Vec<Delivery>, QueueError> {
         let mut cmd = redis::cmd("XREADGROUP");
         cmd.arg("GROUP")
             .arg(&self.cfg.group)
             .arg(&self.cfg.consumer)
             .arg("COUNT")
-            .arg(self.cfg.count());
+            .arg(count.clamp(1, self.cfg.count()));
         let block_ms = self.cfg.block_ms();
         // BLOCK 0 would mean "forever"; a zero `block` means "do not block".
         if block_ms > 0 {

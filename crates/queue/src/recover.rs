@@ -1,6 +1,6 @@
 //! Recovery: taking over messages whose consumer went quiet, and measuring the pending list.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use redis::Value;
 
@@ -26,19 +26,25 @@ impl Queue {
     /// delivery counts (this delivery included). Entries whose data was deleted from the stream
     /// are acknowledged and dropped. Recreates a lost group like [`Queue::read_new`].
     pub async fn reclaim(&self) -> Result<Vec<Delivery>, QueueError> {
-        match self.reclaim_once().await {
+        self.reclaim_up_to(self.cfg.count()).await
+    }
+
+    /// [`Queue::reclaim`], taking over at most `count` messages (at least 1): a worker passes
+    /// its free slots, so that it never holds a message it cannot start.
+    pub async fn reclaim_up_to(&self, count: usize) -> Result<Vec<Delivery>, QueueError> {
+        match self.reclaim_once(count).await {
             Err(QueueError::Redis(e)) if is_no_group(&e) => {
                 tracing::warn!(stream = %self.cfg.stream, group = %self.cfg.group,
                     "consumer group missing (redis lost its data?); recreating it");
                 self.ensure_group().await?;
-                self.reclaim_once().await
+                self.reclaim_once(count).await
             }
             other => other,
         }
     }
 
-    async fn reclaim_once(&self) -> Result<Vec<Delivery>, QueueError> {
-        let want = self.cfg.count();
+    async fn reclaim_once(&self, count: usize) -> Result<Vec<Delivery>, QueueError> {
+        let want = count.clamp(1, self.cfg.count());
         let mut claimed: Vec<(String, Vec<u8>)> = Vec::new();
         let mut deleted: Vec<String> = Vec::new();
         let mut cursor = "0-0".to_owned();
@@ -137,6 +143,75 @@ impl Queue {
             .collect())
     }
 
+    /// Which of `ids` (entry ids of the work stream) still carry work: the entry exists and
+    /// either has not been delivered to the group yet or is delivered and unacknowledged (in
+    /// some consumer's pending list, where recovery will find it). An entry acknowledged,
+    /// trimmed, or lost with Redis' data (FLUSHALL, restart without persistence) is not live.
+    /// One pipelined round trip; a missing stream or group means nothing is live.
+    pub async fn live_entries(&self, ids: &[String]) -> Result<HashSet<String>, QueueError> {
+        let mut live = HashSet::new();
+        if ids.is_empty() {
+            return Ok(live);
+        }
+        let last_delivered = match self.last_delivered_id().await? {
+            Some(id) => id,
+            None => return Ok(live),
+        };
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("XRANGE")
+                .arg(&self.cfg.stream)
+                .arg(id)
+                .arg(id)
+                .arg("COUNT")
+                .arg(1);
+            pipe.cmd("XPENDING")
+                .arg(&self.cfg.stream)
+                .arg(&self.cfg.group)
+                .arg(id)
+                .arg(id)
+                .arg(1);
+        }
+        let replies: Vec<Value> = match pipe.query_async(&mut self.conn()).await {
+            Ok(r) => r,
+            Err(e) if is_no_group(&e) => return Ok(live),
+            Err(e) => return Err(e.into()),
+        };
+        for (id, pair) in ids.iter().zip(replies.chunks(2)) {
+            let exists = pair.first().is_some_and(|v| !reply::items(v).is_empty());
+            let pending = pair.get(1).is_some_and(|v| !reply::items(v).is_empty());
+            let undelivered = StreamId::parse(id)
+                .zip(StreamId::parse(&last_delivered))
+                .is_some_and(|(entry, last)| entry > last);
+            if exists && (pending || undelivered) {
+                live.insert(id.clone());
+            }
+        }
+        Ok(live)
+    }
+
+    /// The group's last-delivered id (`None` when the stream or the group does not exist).
+    async fn last_delivered_id(&self) -> Result<Option<String>, QueueError> {
+        let groups: redis::RedisResult<Value> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&self.cfg.stream)
+            .query_async(&mut self.conn())
+            .await;
+        let groups = match groups {
+            Ok(v) => v,
+            // "ERR no such key": the stream itself is gone.
+            Err(e) if is_no_group(&e) || e.to_string().contains("no such key") => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        for group in reply::items(&groups) {
+            let fields = reply::field_map(group);
+            if fields.get("name").map(String::as_str) == Some(self.cfg.group.as_str()) {
+                return Ok(fields.get("last-delivered-id").cloned());
+            }
+        }
+        Ok(None)
+    }
+
     /// Count of pending messages and the idle time of the oldest; zeros when the group does
     /// not exist.
     pub async fn pending_summary(&self) -> Result<PendingSummary, QueueError> {
@@ -169,5 +244,28 @@ impl Queue {
             count,
             oldest_idle_ms: if count == 0 { 0 } else { oldest_idle_ms },
         })
+    }
+}
+
+/// A stream entry id (`<ms>-<seq>`), ordered as Redis orders them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct StreamId(u64, u64);
+
+impl StreamId {
+    fn parse(id: &str) -> Option<Self> {
+        let (ms, seq) = id.split_once('-')?;
+        Some(Self(ms.parse().ok()?, seq.parse().ok()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamId;
+
+    #[test]
+    fn stream_ids_order_numerically() {
+        assert!(StreamId::parse("10-0") > StreamId::parse("9-5"));
+        assert!(StreamId::parse("9-10") > StreamId::parse("9-9"));
+        assert_eq!(StreamId::parse("x"), None);
     }
 }

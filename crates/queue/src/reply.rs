@@ -6,6 +6,7 @@
 //! are read as raw `Value`s here and whatever cannot be understood is skipped or left empty.
 
 use redis::Value;
+use std::collections::HashMap;
 
 /// One stream entry as Redis returned it.
 #[derive(Debug)]
@@ -99,6 +100,30 @@ fn pairs(v: &Value) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
         // fields.
         _ => Some(Vec::new()),
     }
+}
+
+/// A flat `[name, value, …]` array or a map (XINFO replies) as text pairs; non-scalar values
+/// are left out.
+pub(crate) fn field_map(v: &Value) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    match v {
+        Value::Map(m) => {
+            for (k, v) in m {
+                if let (Some(k), Some(v)) = (text(k), text(v)) {
+                    out.insert(k, v);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for kv in a.chunks_exact(2) {
+                if let (Some(k), Some(v)) = (text(&kv[0]), text(&kv[1])) {
+                    out.insert(k, v);
+                }
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 /// One `[id, fields]` entry; `None` when not even an id can be read (nothing could ack it).

@@ -50,6 +50,15 @@ pub struct RuntimeConfig {
     pub blob_grace: Duration,
     /// How often the blob sweep runs.
     pub blob_sweep_every: Duration,
+    /// How long a worker holding a claim keeps retrying a store call that fails for a passing
+    /// reason (PostgreSQL down or restarting) before giving up and leaving the message to
+    /// recovery. Its lease keeper renews meanwhile, so the finished work is committed as soon
+    /// as PostgreSQL answers again instead of being redone. Default 10 min.
+    pub outcome_patience: Duration,
+    /// Longest single store call a worker waits for before treating it as failed (and
+    /// retrying on a fresh connection): a server that vanished without closing its
+    /// connections would otherwise leave the call hanging. Default 30 s.
+    pub store_call_timeout: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -73,6 +82,8 @@ impl Default for RuntimeConfig {
             reemit_after: Duration::from_secs(120),
             blob_grace: Duration::from_secs(3600),
             blob_sweep_every: Duration::from_secs(600),
+            outcome_patience: Duration::from_secs(600),
+            store_call_timeout: Duration::from_secs(30),
         }
     }
 }

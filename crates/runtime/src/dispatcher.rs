@@ -69,21 +69,28 @@ impl Dispatcher {
         if batch.is_empty() {
             return Ok(report);
         }
+        crate::strike(&self.faults, FaultPoint::DispatcherAfterClaim).await?;
         let ids: Vec<_> = batch.iter().map(|r| r.id).collect();
         let bodies: Vec<String> = batch.into_iter().map(|r| r.payload).collect();
-        if let Err(err) = self.queue.publish(&bodies).await {
-            tracing::warn!(error = %err, rows = ids.len(), "publication failed; releasing the batch with backoff");
-            let (released, dead) = self
-                .store
-                .outbox_release(&ids, token, &err.to_string(), self.backoff())
-                .await?;
-            metrics::counter!(m::PUBLISH_FAILURES_TOTAL).increment(released);
-            report.released = released;
-            report.dead = dead;
-            return Ok(report);
-        }
-        self.faults.check(FaultPoint::DispatcherAfterPublish)?;
-        report.published = self.store.outbox_mark_published(&ids, token).await?;
+        let stream_ids = match self.queue.publish(&bodies).await {
+            Ok(stream_ids) => stream_ids,
+            Err(err) => {
+                tracing::warn!(error = %err, rows = ids.len(), "publication failed; releasing the batch with backoff");
+                let (released, dead) = self
+                    .store
+                    .outbox_release(&ids, token, &err.to_string(), self.backoff())
+                    .await?;
+                metrics::counter!(m::PUBLISH_FAILURES_TOTAL).increment(released);
+                report.released = released;
+                report.dead = dead;
+                return Ok(report);
+            }
+        };
+        crate::strike(&self.faults, FaultPoint::DispatcherAfterPublish).await?;
+        report.published = self
+            .store
+            .outbox_mark_published(&ids, token, &stream_ids)
+            .await?;
         metrics::counter!(m::PUBLISHED_TOTAL).increment(report.published);
         Ok(report)
     }

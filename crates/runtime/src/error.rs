@@ -16,3 +16,15 @@ pub enum RuntimeError {
     #[error(transparent)]
     Injected(#[from] InjectedFault),
 }
+
+impl RuntimeError {
+    /// Whether trying again later may succeed: PostgreSQL or Redis unreachable, a conflict, or
+    /// an injected fault (which stands for exactly such an infrastructure error).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Store(e) => e.is_transient(),
+            Self::Queue(e) => e.is_transient(),
+            Self::Injected(_) => true,
+        }
+    }
+}

@@ -14,6 +14,7 @@ pub mod metric_names;
 pub mod reading;
 pub mod reconciler;
 pub mod worker;
+pub mod workflows;
 
 pub use config::RuntimeConfig;
 pub use dispatcher::Dispatcher;
@@ -30,4 +31,13 @@ pub(crate) async fn pause(
         _ = shutdown.cancelled() => true,
         _ = tokio::time::sleep(d) => false,
     }
+}
+
+/// Reaches a fault point: aborts, fails or sleeps as armed (nothing in builds without the
+/// `fault-injection` feature).
+pub(crate) async fn strike(
+    faults: &ironclad_core::faults::Faults,
+    point: ironclad_core::faults::FaultPoint,
+) -> Result<(), ironclad_core::faults::InjectedFault> {
+    faults.strike(point, tokio::time::sleep).await
 }

@@ -104,7 +104,7 @@ impl DocumentProcessor for ReadingProcessor {
         Box::pin(async move {
             let workflow = self
                 .workflows
-                .resolve(input.workflow.as_deref())
+                .for_input(&input)
                 .map_err(ProcessorError::Terminal)?;
             let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
             let reader = self

@@ -6,6 +6,8 @@ use crate::config::RuntimeConfig;
 use crate::metric_names as m;
 use crate::{pause, RuntimeError};
 use ironclad_blobs::BlobStore;
+use ironclad_core::faults::{FaultPoint, Faults};
+use ironclad_queue::Queue;
 use ironclad_store::Store;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -19,35 +21,46 @@ pub struct SweepReport {
     pub rescued: u64,
     /// RUNNING jobs with an expired lease on their last attempt, failed.
     pub failed: u64,
+    /// Due jobs looked at whose message still waits in the stream (not announced again).
+    pub still_queued: u64,
 }
 
 /// One reconciler (several may run; every statement is guarded and skips locked rows).
 #[derive(Debug, Clone)]
 pub struct Reconciler {
     store: Store,
+    queue: Queue,
     blobs: BlobStore,
     config: RuntimeConfig,
+    faults: Faults,
 }
 
 const BATCH: i64 = 1000;
 
 impl Reconciler {
-    /// A reconciler over `store`, sweeping `blobs` for orphans.
-    pub fn new(store: Store, blobs: BlobStore, config: RuntimeConfig) -> Self {
+    /// A reconciler over `store`, asking `queue` which announcements still wait in the stream,
+    /// and sweeping `blobs` for orphans.
+    pub fn new(
+        store: Store,
+        queue: Queue,
+        blobs: BlobStore,
+        config: RuntimeConfig,
+        faults: Faults,
+    ) -> Self {
         Self {
             store,
+            queue,
             blobs,
             config,
+            faults,
         }
     }
 
-    /// Rescues expired leases and re-announces orphaned due jobs.
+    /// Rescues lapsed leases and re-announces due jobs whose messages are gone.
     pub async fn sweep(&self) -> Result<SweepReport, RuntimeError> {
         let (rescued, failed) = self.store.rescue_expired_leases(BATCH).await?;
-        let reemitted = self
-            .store
-            .reemit_orphaned_jobs(self.config.reemit_after, BATCH)
-            .await?;
+        crate::strike(&self.faults, FaultPoint::ReconcilerMidSweep).await?;
+        let (reemitted, still_queued) = self.reemit_lost().await?;
         metrics::counter!(m::REEMITTED_TOTAL).increment(reemitted);
         metrics::counter!(m::LEASES_RESCUED_TOTAL).increment(rescued);
         if rescued + failed + reemitted > 0 {
@@ -57,7 +70,33 @@ impl Reconciler {
             reemitted,
             rescued,
             failed,
+            still_queued,
         })
+    }
+
+    /// Announces again the due jobs none of whose published messages still waits in Redis
+    /// (in the stream, undelivered, or in a consumer's pending list); returns (announced,
+    /// still queued). When Redis cannot be asked nothing is announced: a backlog that merely
+    /// waits must never be multiplied, and the next sweep asks again.
+    async fn reemit_lost(&self) -> Result<(u64, u64), RuntimeError> {
+        let candidates = self
+            .store
+            .reemit_candidates(self.config.reemit_after, BATCH)
+            .await?;
+        if candidates.is_empty() {
+            return Ok((0, 0));
+        }
+        let entries: Vec<String> = candidates
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().cloned())
+            .collect();
+        let live = self.queue.live_entries(&entries).await?;
+        let (waiting, lost): (Vec<_>, Vec<_>) = candidates
+            .into_iter()
+            .partition(|(_, ids)| ids.iter().any(|id| live.contains(id)));
+        let lost: Vec<_> = lost.into_iter().map(|(job, _)| job).collect();
+        let reemitted = self.store.reemit_jobs(&lost).await?;
+        Ok((reemitted, waiting.len() as u64))
     }
 
     /// Deletes blobs no source references, older than the grace period.

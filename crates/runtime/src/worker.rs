@@ -2,24 +2,35 @@
 //!
 //! Order matters and is the whole point: claim the job in PostgreSQL (conditional update with a
 //! lease), run the step while renewing the lease, commit the outcome (success, a delayed retry,
-//! or a recorded failure), and only then XACK. If the commit fails the message stays pending
-//! and recovery redelivers it; the claim makes the redelivery harmless.
+//! or a recorded failure), and only then XACK. If the commit fails for a passing reason it is
+//! retried with the finished result kept in memory, while the lease keeper keeps the claim
+//! alive, so an outage costs time, not the work already done; if the worker gives up, the
+//! message stays pending and recovery redelivers it, and the claim makes the redelivery
+//! harmless. Only a worker whose outcome landed acknowledges: one that lost its lease leaves
+//! the message to whoever holds the job now.
+//!
+//! What counts towards poison: runs that started (the claim's attempt counter bounds them),
+//! and deliveries that end in an error no retry can cure. A delivery that failed because
+//! PostgreSQL was unreachable, or that found a live worker on the job, counts for nothing — an
+//! outage is a delay, never a failure someone has to clean up.
 
 use crate::config::RuntimeConfig;
 use crate::lease_keeper::LeaseKeeper;
 use crate::metric_names as m;
+use crate::workflows::{PinError, WorkflowCatalog};
 use crate::{pause, RuntimeError};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::{FaultPoint, Faults};
 use ironclad_core::retry::RetryVerdict;
-use ironclad_core::{Envelope, JobKind};
+use ironclad_core::{Envelope, FailureCode, JobKind};
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_queue::{Delivery, Queue};
-use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, FinalizeOutcome};
-use ironclad_store::{Store, Transition};
+use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, Failure, FinalizeOutcome};
+use ironclad_store::{Store, StoreError, Transition};
 use rand::Rng;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -41,7 +52,8 @@ pub enum Handled {
     DeadLettered(String),
     /// A live worker holds the job: left pending, recovery will look again.
     LeftPending,
-    /// Our lease was lost mid-run; our outcome was discarded.
+    /// Our lease was lost mid-run; our outcome was discarded and the message left to the
+    /// job's current holder.
     LeaseLost,
 }
 
@@ -51,6 +63,7 @@ pub struct Worker {
     queue: Queue,
     blobs: BlobStore,
     processor: Arc<dyn DocumentProcessor>,
+    workflows: Option<Arc<WorkflowCatalog>>,
     config: RuntimeConfig,
     faults: Faults,
     owner: String,
@@ -58,10 +71,15 @@ pub struct Worker {
 
 const ACTOR: &str = "system:worker";
 
+/// First wait before retrying a store call that failed for a passing reason; doubles.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+/// Longest wait between two tries of a store call.
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
 enum StepOutcome {
     Done(Box<ProcessedSource>),
     Retryable(String),
-    Terminal(String),
+    Terminal(Failure),
 }
 
 impl Worker {
@@ -80,10 +98,18 @@ impl Worker {
             queue,
             blobs,
             processor,
+            workflows: None,
             config,
             faults,
             owner,
         }
+    }
+
+    /// Reads every source under the workflow version its case is pinned to (see
+    /// [`WorkflowCatalog`]); without a catalog the processor resolves workflows itself.
+    pub fn with_workflows(mut self, catalog: Arc<WorkflowCatalog>) -> Self {
+        self.workflows = Some(catalog);
+        self
     }
 
     /// Handles one delivery to the end, acknowledging it when its outcome is committed.
@@ -98,35 +124,34 @@ impl Worker {
             }
         };
         let max = self.queue.config().max_deliveries;
-        if delivery.deliveries > max {
-            let reason = format!(
-                "delivered {} times (limit {max}) without an outcome",
-                delivery.deliveries
-            );
-            // Record the failure first: if that fails, the message stays and we try again.
-            if self
-                .store
-                .fail_dead_lettered(&envelope, &reason, ACTOR)
-                .await?
-                == Transition::Applied
-            {
-                metrics::counter!(m::JOBS_FAILED_TOTAL).increment(1);
+        match self.handle_job(delivery, &envelope).await {
+            // An error no retry cures (a corrupt row, a bug), met again and again before any
+            // outcome: set the message aside rather than loop on it forever. Passing errors
+            // (PostgreSQL or Redis unreachable) never get here, however many deliveries.
+            Err(err) if !err.is_transient() && delivery.deliveries >= max => {
+                let reason = format!(
+                    "delivered {} times (limit {max}), failing each time before an outcome: {err}",
+                    delivery.deliveries
+                );
+                self.dead_letter_job(delivery, &envelope, &reason).await
             }
-            return self.dead_letter(delivery, &reason).await;
+            other => other,
         }
+    }
+
+    async fn handle_job(
+        &self,
+        delivery: &Delivery,
+        envelope: &Envelope,
+    ) -> Result<Handled, RuntimeError> {
         let claim = self
             .store
-            .claim_job_via(
-                &envelope,
-                Some(&delivery.id),
-                &self.owner,
-                self.config.lease,
-            )
+            .claim_job_via(envelope, Some(&delivery.id), &self.owner, self.config.lease)
             .await?;
         let job = match claim {
             ClaimOutcome::Claimed(job) => job,
             ClaimOutcome::Refused(refusal) => {
-                return self.refused(delivery, &envelope, refusal).await
+                return self.refused(delivery, envelope, refusal).await
             }
         };
         tracing::info!(job_id = %job.id, case_id = %job.case_id, kind = %job.kind, attempt = job.attempt, "job claimed");
@@ -139,37 +164,32 @@ impl Worker {
             self.config.lease,
             self.config.lease_renew_every,
         );
-        self.faults.check(FaultPoint::WorkerBeforeProcess)?;
+        crate::strike(&self.faults, FaultPoint::WorkerBeforeProcess).await?;
         let handled = match job.kind {
             JobKind::ProcessSource => {
-                let outcome = self.run_source_step(&job).await;
-                // Stop renewing before committing: the lease stays valid for at least two
-                // thirds of its length, and a renewal racing the commit would only report a
-                // "lost" lease that the commit itself just released.
-                let lost = keeper.lost();
-                drop(keeper);
-                if lost {
+                let outcome = self.run_source_step(&job).await?;
+                if keeper.lost() {
                     Handled::LeaseLost
                 } else {
-                    self.commit(&job, outcome?).await?
+                    self.commit(&job, &outcome).await?
                 }
             }
-            JobKind::FinalizeCase => {
-                drop(keeper);
-                match self.store.finalize_case(&job).await? {
-                    FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => {
-                        Handled::Succeeded
-                    }
-                    FinalizeOutcome::Stale => Handled::LeaseLost,
-                }
-            }
+            JobKind::FinalizeCase => self.finalize(&job).await?,
         };
+        drop(keeper);
         metrics::histogram!(m::JOB_DURATION_SECONDS, "kind" => job.kind.as_str())
             .record(started.elapsed().as_secs_f64());
-        if handled == Handled::Succeeded {
-            metrics::counter!(m::JOBS_SUCCEEDED_TOTAL).increment(1);
+        match handled {
+            // Someone else holds the job now; the message may be theirs (XAUTOCLAIM hands a
+            // message to whoever reclaims it): only the holder acknowledges.
+            Handled::LeaseLost => return Ok(Handled::LeaseLost),
+            Handled::Succeeded => metrics::counter!(m::JOBS_SUCCEEDED_TOTAL).increment(1),
+            _ => {}
         }
-        self.faults.check(FaultPoint::WorkerBeforeAck)?;
+        if job.kind == JobKind::FinalizeCase {
+            crate::strike(&self.faults, FaultPoint::FinalizeAfterCommit).await?;
+        }
+        crate::strike(&self.faults, FaultPoint::WorkerBeforeAck).await?;
         self.queue.ack(std::slice::from_ref(&delivery.id)).await?;
         Ok(handled)
     }
@@ -195,22 +215,60 @@ impl Worker {
                 );
                 self.dead_letter(delivery, &reason).await
             }
-            // A duplicate of a job another delivery is running: acknowledged, so it cannot pile
-            // up deliveries and be dead-lettered on behalf of a healthy job.
+            // A duplicate of a job that is finished, waiting for its retry, or run by another
+            // delivery: acknowledged, so it cannot pile up deliveries. None of these is the
+            // message a live holder claimed through.
             ClaimRefusal::Terminal(_) | ClaimRefusal::NotDue | ClaimRefusal::LeasedElsewhere => {
                 metrics::counter!(m::DUPLICATES_TOTAL).increment(1);
                 self.queue.ack(std::slice::from_ref(&delivery.id)).await?;
                 Ok(Handled::Duplicate)
             }
             ClaimRefusal::Leased => Ok(Handled::LeftPending),
+            // Every attempt started and none reached an outcome (each run's worker was lost):
+            // the job is poison for this deployment. Fail it, and keep the message's trace.
             ClaimRefusal::Exhausted => {
                 if self.store.fail_exhausted(envelope.job_id, ACTOR).await? == Transition::Applied {
                     metrics::counter!(m::JOBS_FAILED_TOTAL).increment(1);
                 }
-                self.queue.ack(std::slice::from_ref(&delivery.id)).await?;
+                self.dead_letter(
+                    delivery,
+                    &format!(
+                        "job {} exhausted its attempts without an outcome",
+                        envelope.job_id
+                    ),
+                )
+                .await?;
                 Ok(Handled::Failed)
             }
         }
+    }
+
+    /// Dead-letters a message that names a real job, failing the job unless a live worker
+    /// holds it. If that worker claimed it through this very message, the message is theirs
+    /// to acknowledge: it stays pending.
+    async fn dead_letter_job(
+        &self,
+        delivery: &Delivery,
+        envelope: &Envelope,
+        reason: &str,
+    ) -> Result<Handled, RuntimeError> {
+        match self
+            .store
+            .fail_dead_lettered(envelope, reason, ACTOR)
+            .await?
+        {
+            Transition::Applied => metrics::counter!(m::JOBS_FAILED_TOTAL).increment(1),
+            Transition::Stale => {
+                if self
+                    .store
+                    .job_held_via(envelope.job_id, &delivery.id)
+                    .await?
+                {
+                    return Ok(Handled::LeftPending);
+                }
+            }
+        }
+        self.dead_letter(delivery, reason).await
     }
 
     async fn dead_letter(
@@ -227,23 +285,45 @@ impl Worker {
     /// Runs the document step on its own task, so a panic in a processor fails the job instead
     /// of the worker, and a hung processor is bounded by the job timeout.
     async fn run_source_step(&self, job: &ClaimedJob) -> Result<StepOutcome, RuntimeError> {
+        let internal =
+            |detail: String| StepOutcome::Terminal(Failure::new(FailureCode::Internal, detail));
         let Some(source_id) = job.source_id else {
-            return Ok(StepOutcome::Terminal(
-                "process_source job has no source".into(),
-            ));
+            return Ok(internal("process_source job has no source".into()));
         };
-        let Some(source) = self.store.source_record(source_id).await? else {
-            return Ok(StepOutcome::Terminal(format!(
-                "source {source_id} not found"
-            )));
+        let source = self
+            .patiently("reading the source record", || {
+                self.store.source_record(source_id)
+            })
+            .await?;
+        let Some(source) = source else {
+            return Ok(internal(format!("source {source_id} not found")));
         };
         let blob_path = match self.blobs.path_of(&source.blob_key) {
             Ok(p) => p,
-            Err(err) => return Ok(StepOutcome::Terminal(format!("invalid blob key: {err}"))),
+            Err(err) => return Ok(internal(format!("invalid blob key: {err}"))),
         };
         let media_type = match source.media_type.parse() {
             Ok(t) => t,
-            Err(err) => return Ok(StepOutcome::Terminal(format!("{err}"))),
+            Err(err) => return Ok(internal(format!("{err}"))),
+        };
+        let pinned_workflow = match &self.workflows {
+            None => None,
+            Some(catalog) => {
+                let resolved = self
+                    .patiently("resolving the case's workflow", || {
+                        pinned_workflow_of(
+                            catalog,
+                            job.case_id,
+                            source.workflow.as_deref(),
+                            source.workflow_id,
+                        )
+                    })
+                    .await?;
+                match resolved {
+                    Ok(w) => w,
+                    Err(message) => return Ok(internal(message)),
+                }
+            }
         };
         let input = SourceInput {
             source_id,
@@ -253,18 +333,28 @@ impl Worker {
             pages: u32::try_from(source.pages).unwrap_or(0),
             blob_path,
             workflow: source.workflow,
+            pinned_workflow,
         };
         let processor = self.processor.clone();
         let task = tokio::spawn(async move { processor.process(input).await });
         let abort = task.abort_handle();
+        // The step runs on its own task meanwhile: an abort here dies mid-read, a sleep makes
+        // the job outlive the stream's idle threshold, an error is a failed read.
+        if let Err(fault) = crate::strike(&self.faults, FaultPoint::WorkerMidRead).await {
+            abort.abort();
+            return Ok(StepOutcome::Retryable(fault.to_string()));
+        }
         Ok(
             match tokio::time::timeout(self.config.job_timeout, task).await {
                 Ok(Ok(Ok(processed))) => StepOutcome::Done(Box::new(processed)),
                 Ok(Ok(Err(ProcessorError::Retryable(msg)))) => StepOutcome::Retryable(msg),
-                Ok(Ok(Err(ProcessorError::Terminal(msg)))) => StepOutcome::Terminal(msg),
-                Ok(Err(join)) if join.is_panic() => {
-                    StepOutcome::Terminal(format!("processor {} panicked", self.processor.name()))
+                Ok(Ok(Err(ProcessorError::Terminal(msg)))) => {
+                    StepOutcome::Terminal(Failure::new(FailureCode::DocumentUnreadable, msg))
                 }
+                Ok(Err(join)) if join.is_panic() => StepOutcome::Terminal(Failure::new(
+                    FailureCode::ProcessorCrashed,
+                    format!("processor {} panicked", self.processor.name()),
+                )),
                 Ok(Err(join)) => StepOutcome::Retryable(format!("processor task ended: {join}")),
                 Err(_) => {
                     abort.abort();
@@ -277,59 +367,160 @@ impl Worker {
         )
     }
 
+    /// Commits the step's outcome, retrying while PostgreSQL is unreachable (the result stays
+    /// in memory and the lease keeper keeps the claim). A result the database refuses for good
+    /// fails the job with that cause instead of being read again on every redelivery.
     async fn commit(
         &self,
         job: &ClaimedJob,
-        outcome: StepOutcome,
+        outcome: &StepOutcome,
     ) -> Result<Handled, RuntimeError> {
-        let finalize_attempts = self.config.retry.max_attempts;
-        let (transition, handled) = match outcome {
+        let (committed, handled) = match outcome {
             StepOutcome::Done(processed) => {
                 let result =
                     serde_json::json!({ "pages": processed.pages, "summary": processed.summary });
-                let results = crate::reading::source_results(&processed);
-                let (t, _) = self
-                    .store
-                    .complete_source_job_with(job, &result, results.as_ref(), finalize_attempts)
-                    .await?;
-                (t, Handled::Succeeded)
+                let results = crate::reading::source_results(processed);
+                let finalize_attempts = self.config.retry.max_attempts;
+                let stored = self
+                    .patiently("committing the result", || {
+                        self.store.complete_source_job_with(
+                            job,
+                            &result,
+                            results.as_ref(),
+                            finalize_attempts,
+                        )
+                    })
+                    .await;
+                match stored {
+                    Ok((t, _)) => (t, Handled::Succeeded),
+                    Err(StoreError::Rejected(err)) => {
+                        let failure = Failure::new(
+                            FailureCode::ResultRejected,
+                            format!("the result could not be stored: {err}"),
+                        );
+                        (self.fail(job, &failure).await?, Handled::Failed)
+                    }
+                    Err(err) => return Err(err.into()),
+                }
             }
             StepOutcome::Retryable(msg) => {
                 let unit: f64 = rand::rng().random();
-                match self.config.retry.after_failure(job.attempt, unit) {
+                match self.config.retry.after_failure(job.attempts(), unit) {
                     RetryVerdict::RetryAfter(delay) => {
                         tracing::info!(job_id = %job.id, attempt = job.attempt, ?delay, error = %msg, "retry scheduled");
-                        let t = self.store.schedule_retry(job, &msg, delay).await?;
+                        let t = self
+                            .patiently("scheduling the retry", || {
+                                self.store.schedule_retry(job, msg, delay)
+                            })
+                            .await?;
                         if t == Transition::Applied {
                             metrics::counter!(m::RETRIES_SCHEDULED_TOTAL).increment(1);
                         }
                         (t, Handled::RetryScheduled)
                     }
                     RetryVerdict::GiveUp => {
-                        let reason = format!(
-                            "attempts exhausted ({}/{}): {msg}",
-                            job.attempt, job.max_attempts
+                        let failure = Failure::new(
+                            FailureCode::AttemptsExhausted,
+                            format!(
+                                "attempts exhausted ({}/{}): {msg}",
+                                job.attempt, job.max_attempts
+                            ),
                         );
-                        (self.fail(job, &reason).await?, Handled::Failed)
+                        (self.fail(job, &failure).await?, Handled::Failed)
                     }
                 }
             }
-            StepOutcome::Terminal(msg) => (self.fail(job, &msg).await?, Handled::Failed),
+            StepOutcome::Terminal(failure) => (self.fail(job, failure).await?, Handled::Failed),
         };
-        Ok(if transition == Transition::Stale {
-            Handled::LeaseLost
-        } else {
-            handled
+        self.settled(job, committed, handled).await
+    }
+
+    /// What a commit came to. `Stale` usually means another run holds the job; but when an
+    /// earlier try of this very commit landed and only its answer was lost (the connection
+    /// broke after COMMIT), the run's own record says so, and the outcome is ours after all.
+    async fn settled(
+        &self,
+        job: &ClaimedJob,
+        committed: Transition,
+        handled: Handled,
+    ) -> Result<Handled, RuntimeError> {
+        if committed == Transition::Applied {
+            return Ok(handled);
+        }
+        let recorded = self
+            .patiently("reading the run's record", || {
+                self.store.run_outcome(job.lease_token)
+            })
+            .await?;
+        Ok(match recorded.as_deref() {
+            Some("SUCCEEDED") => Handled::Succeeded,
+            Some("RETRY_SCHEDULED") => Handled::RetryScheduled,
+            Some("FAILED") => Handled::Failed,
+            _ => Handled::LeaseLost,
         })
     }
 
-    async fn fail(&self, job: &ClaimedJob, reason: &str) -> Result<Transition, RuntimeError> {
-        tracing::warn!(job_id = %job.id, case_id = %job.case_id, reason, "job failed");
-        let t = self.store.fail_held_job(job, reason, ACTOR).await?;
+    async fn finalize(&self, job: &ClaimedJob) -> Result<Handled, RuntimeError> {
+        let outcome = self
+            .patiently("committing the decision", || self.store.finalize_case(job))
+            .await?;
+        match outcome {
+            FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => Ok(Handled::Succeeded),
+            FinalizeOutcome::Stale => {
+                self.settled(job, Transition::Stale, Handled::Succeeded)
+                    .await
+            }
+        }
+    }
+
+    async fn fail(&self, job: &ClaimedJob, failure: &Failure) -> Result<Transition, RuntimeError> {
+        tracing::warn!(job_id = %job.id, case_id = %job.case_id, code = %failure.code, reason = %failure.detail, "job failed");
+        let t = self
+            .patiently("recording the failure", || {
+                self.store.fail_held_job(job, failure, ACTOR)
+            })
+            .await?;
         if t == Transition::Applied {
             metrics::counter!(m::JOBS_FAILED_TOTAL).increment(1);
         }
         Ok(t)
+    }
+
+    /// Runs a store call until it answers or fails for good: errors that may pass (PostgreSQL
+    /// unreachable, a dropped connection, a serialization conflict, no answer within
+    /// `store_call_timeout`) are retried with backoff for up to `outcome_patience`. Used
+    /// while the worker holds a claim, whose lease keeper keeps it alive meanwhile.
+    async fn patiently<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let started = Instant::now();
+        let mut wait = RETRY_FIRST;
+        let mut tries: u32 = 0;
+        loop {
+            tries += 1;
+            let error = match tokio::time::timeout(self.config.store_call_timeout, call()).await {
+                Ok(Ok(value)) => {
+                    if tries > 1 {
+                        tracing::info!(tries, waited = ?started.elapsed(), "{what}: succeeded after retrying");
+                    }
+                    return Ok(value);
+                }
+                Ok(Err(err)) if !err.is_transient() => return Err(err),
+                Ok(Err(err)) => err,
+                Err(_) => StoreError::TimedOut(self.config.store_call_timeout),
+            };
+            if started.elapsed() >= self.config.outcome_patience {
+                tracing::warn!(tries, error = %error, "{what}: giving up; the message stays pending");
+                return Err(error);
+            }
+            if tries == 1 || tries.is_multiple_of(10) {
+                tracing::warn!(tries, error = %error, "{what} failed; retrying");
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(RETRY_MAX);
+        }
     }
 
     /// Reads one batch of new messages and handles them one by one (for tests).
@@ -350,9 +541,10 @@ impl Worker {
         Ok(out)
     }
 
-    /// Consumes until `shutdown`, at most `worker_concurrency` jobs at once; then stops reading
-    /// and gives in-flight jobs `shutdown_grace` to finish. Jobs still running after that keep
-    /// their lease until it expires, and the reconciler hands them to another worker.
+    /// Consumes until `shutdown`, at most `worker_concurrency` jobs at once, reading only as
+    /// many messages as it has free slots; then stops reading and gives in-flight jobs
+    /// `shutdown_grace` to finish. Jobs still running after that keep their lease until it
+    /// lapses, and the reconciler hands them to another worker.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         if let Err(err) = self.queue.ensure_group().await {
             tracing::warn!(error = %err, "could not create the consumer group yet; will retry on read");
@@ -363,7 +555,8 @@ impl Worker {
         let mut failures: u32 = 0;
         while !shutdown.is_cancelled() {
             while in_flight.try_join_next().is_some() {}
-            if permits.available_permits() == 0 {
+            let free = permits.available_permits();
+            if free == 0 {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = in_flight.join_next() => continue,
@@ -371,11 +564,11 @@ impl Worker {
             }
             let batch = if last_reclaim.elapsed() >= self.config.reclaim_every {
                 last_reclaim = Instant::now();
-                self.queue.reclaim().await
+                self.queue.reclaim_up_to(free).await
             } else {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
-                    r = self.queue.read_new() => r,
+                    r = self.queue.read_new_up_to(free) => r,
                 }
             };
             let deliveries = match batch {
@@ -398,6 +591,8 @@ impl Worker {
                 }
             };
             for delivery in deliveries {
+                // Never waits: the batch was no bigger than the free slots, and only this
+                // loop takes permits.
                 let Ok(permit) = permits.clone().acquire_owned().await else {
                     break;
                 };
@@ -416,8 +611,23 @@ impl Worker {
             .is_err()
         {
             tracing::warn!(
-                "shutdown grace elapsed; unfinished jobs will be rescued when their lease expires"
+                "shutdown grace elapsed; unfinished jobs will be rescued when their lease lapses"
             );
         }
+    }
+}
+
+/// The catalog's answer for a case, with store errors (retried by the caller) kept apart from
+/// an unusable workflow (the job fails).
+async fn pinned_workflow_of(
+    catalog: &WorkflowCatalog,
+    case: ironclad_core::CaseId,
+    requested: Option<&str>,
+    pinned: Option<uuid::Uuid>,
+) -> Result<Result<Option<ironclad_documents::workflows::LoadedWorkflow>, String>, StoreError> {
+    match catalog.for_case(case, requested, pinned).await {
+        Ok(w) => Ok(Ok(w)),
+        Err(PinError::Store(e)) => Err(e),
+        Err(PinError::Unusable(m)) => Ok(Err(m)),
     }
 }

@@ -109,7 +109,7 @@ async fn stuck_cases_name_each_open_case_and_why_until_it_is_done() -> anyhow::R
     let mut roles = Roles::new();
     roles.dispatcher(dispatcher);
     roles.worker(worker);
-    roles.reconciler(p.reconciler());
+    roles.reconciler(p.reconciler().await?);
     let done = wait_all_decided(&p, 3, Duration::from_secs(40)).await;
     roles.stop().await?;
     done?;
@@ -150,7 +150,7 @@ async fn a_dead_outbox_row_is_counted_explained_and_still_delivered() -> anyhow:
     let mut roles = Roles::new();
     roles.dispatcher(dispatcher);
     roles.worker(p.worker("w1", processor.clone()).await?);
-    roles.reconciler(p.reconciler());
+    roles.reconciler(p.reconciler().await?);
     let done = wait_all_decided(&p, 1, Duration::from_secs(40)).await;
     roles.stop().await?;
     done?;

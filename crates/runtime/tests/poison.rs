@@ -15,7 +15,7 @@ use common::{
     assert_one_decision, case_row, drive, events, job, outbox_of, publish_when_due,
     reclaim_when_idle, source_jobs, Act, Rigged,
 };
-use ironclad_core::{CaseId, Envelope, JobId, JobKind};
+use ironclad_core::{CaseId, Envelope, FailureCode, JobId, JobKind};
 use ironclad_documents::processor::{Behaviour, ScriptedProcessor};
 use ironclad_runtime::reconciler::SweepReport;
 use ironclad_runtime::worker::Handled;
@@ -139,28 +139,38 @@ async fn unreadable_orphan_and_forged_messages_are_dead_lettered_and_real_work_g
     Ok(())
 }
 
-/// A message delivered more than `max_deliveries` times (its consumers keep dying before an
-/// outcome) is dead-lettered with the reason, and its job and case are FAILED with that reason
-/// and marked dead-lettered. An operator's requeue then brings the job back, and the case
+/// A message whose every delivery fails before any outcome, with an error no retry cures (a
+/// corrupt row refusing the claim, as a bug would), is dead-lettered after `max_deliveries`
+/// deliveries with the reason, and its job and case are FAILED (code `dead_lettered`) and
+/// marked dead-lettered. An operator's requeue then brings the job back, and the case
 /// completes to exactly one decision.
 #[tokio::test]
 async fn delivery_limit_dead_letters_and_fails_the_job_and_requeue_recovers_it(
 ) -> anyhow::Result<()> {
     let mut p = Pipeline::start().await?;
-    p.streams.max_deliveries = 1;
+    p.streams.max_deliveries = 2;
     let case = p.submit_case(1).await?;
     let id = source_jobs(&p, case).await?[0];
     let dispatcher = p.dispatcher().await?;
     let processor = Arc::new(ScriptedProcessor::new(Behaviour::Succeed));
     let worker = p.worker("w1", processor.clone()).await?;
-    // A consumer that reads and dies: delivery 1, never acknowledged.
-    let crashed = p.queue("crashed").await?;
+    refuse_claims_of(&p, id).await?;
 
     assert_eq!(dispatcher.tick().await?.published, 1);
-    assert_eq!(crashed.read_new().await?.len(), 1);
+    let first = worker.poll_once().await;
+    assert!(
+        matches!(&first, Err(e) if !e.is_transient()),
+        "delivery 1 fails for good and stays pending: {first:?}"
+    );
     let handled = reclaim_when_idle(&worker, Duration::from_secs(15)).await?;
-    let reason = "delivered 2 times (limit 1) without an outcome".to_owned();
-    assert_eq!(handled, vec![Handled::DeadLettered(reason.clone())]);
+    let [Handled::DeadLettered(reason)] = handled.as_slice() else {
+        anyhow::bail!("expected a dead letter, got {handled:?}");
+    };
+    assert!(
+        reason.starts_with("delivered 2 times (limit 2), failing each time before an outcome")
+            && reason.contains("corrupt"),
+        "{reason}"
+    );
 
     let row = job(&p, id).await?;
     assert_eq!(row.status, "FAILED");
@@ -168,11 +178,15 @@ async fn delivery_limit_dead_letters_and_fails_the_job_and_requeue_recovers_it(
     assert_eq!(row.last_error.as_deref(), Some(reason.as_str()));
     assert_eq!(
         case_row(&p, case).await?,
-        ("FAILED".to_owned(), Some(reason.clone()))
+        (
+            "FAILED".to_owned(),
+            Some(FailureCode::DeadLettered.message().to_owned())
+        )
     );
     let failed = events(&p, case, "PROCESSING_FAILED").await?;
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0]["dead_lettered"], true);
+    assert_eq!(failed[0]["code"], "dead_lettered");
     assert_eq!(processor.calls(), 0, "the step never ran");
     let dead = worker_queue_dead_letters(&p).await?;
     assert_eq!(dead.len(), 1);
@@ -180,11 +194,12 @@ async fn delivery_limit_dead_letters_and_fails_the_job_and_requeue_recovers_it(
         (dead[0].reason.as_str(), dead[0].deliveries),
         (reason.as_str(), 2)
     );
-    assert_eq!(crashed.pending_summary().await?.count, 0);
+    assert_eq!(worker_queue_pending(&p).await?, 0);
     // Nothing loops: no role revives a dead-lettered job on its own.
-    assert_eq!(p.reconciler().sweep().await?, SweepReport::default());
+    assert_eq!(p.reconciler().await?.sweep().await?, SweepReport::default());
     assert_eq!(dispatcher.tick().await?.claimed, 0);
 
+    allow_claims(&p).await?;
     assert_eq!(p.store().requeue_dead_lettered_jobs("operator").await?, 1);
     let row = job(&p, id).await?;
     assert_eq!(
@@ -192,7 +207,9 @@ async fn delivery_limit_dead_letters_and_fails_the_job_and_requeue_recovers_it(
         ("PENDING", 0, false)
     );
     assert_eq!(case_row(&p, case).await?.0, "PROCESSING");
-    assert_eq!(events(&p, case, "REQUEUED").await?.len(), 1);
+    let requeued = events(&p, case, "REQUEUED").await?;
+    assert_eq!(requeued.len(), 1);
+    assert_eq!(requeued[0]["previous_code"], "dead_lettered");
     assert_eq!(
         p.store().requeue_dead_lettered_jobs("operator").await?,
         0,
@@ -210,24 +227,81 @@ async fn delivery_limit_dead_letters_and_fails_the_job_and_requeue_recovers_it(
     Ok(())
 }
 
+/// Defect 1 of issue 7: deliveries that never started the job's work do not count towards
+/// poison. A consumer reads the message and dies before claiming (a sibling's crash); with a
+/// delivery limit of 1, the redelivery (delivery 2) used to dead-letter and fail the healthy
+/// job. Now it runs it.
+#[tokio::test]
+async fn a_delivery_that_never_started_the_job_costs_nothing() -> anyhow::Result<()> {
+    let mut p = Pipeline::start().await?;
+    p.streams.max_deliveries = 1;
+    let case = p.submit_case(1).await?;
+    let dispatcher = p.dispatcher().await?;
+    let processor = Arc::new(ScriptedProcessor::new(Behaviour::Succeed));
+    let worker = p.worker("w1", processor.clone()).await?;
+    let crashed = p.queue("crashed").await?;
+
+    assert_eq!(dispatcher.tick().await?.published, 1);
+    assert_eq!(crashed.read_new().await?.len(), 1);
+    assert_eq!(
+        reclaim_when_idle(&worker, Duration::from_secs(15)).await?,
+        vec![Handled::Succeeded]
+    );
+    assert!(worker_queue_dead_letters(&p).await?.is_empty());
+    drive(&p, &dispatcher, &worker, case).await?;
+    assert_one_decision(&p, case).await?;
+    assert_eq!(processor.calls(), 1);
+    p.finish().await;
+    Ok(())
+}
+
+/// Makes every claim of `job` fail with an error no retry cures, as a corrupt row or a bug
+/// would (a trigger raising `data_corrupted` when the job is about to become RUNNING).
+async fn refuse_claims_of(p: &Pipeline, job: JobId) -> anyhow::Result<()> {
+    let function = format!(
+        "CREATE OR REPLACE FUNCTION refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF NEW.id = '{job}' AND NEW.status = 'RUNNING' THEN
+             RAISE EXCEPTION 'row of job % is corrupt', NEW.id USING ERRCODE = 'XX001';
+           END IF;
+           RETURN NEW;
+         END $$"
+    );
+    sqlx::query(&function).execute(p.store().pool()).await?;
+    sqlx::query("CREATE TRIGGER refuse_claim BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_claim()")
+        .execute(p.store().pool())
+        .await?;
+    Ok(())
+}
+
+/// Undoes [`refuse_claims_of`].
+async fn allow_claims(p: &Pipeline) -> anyhow::Result<()> {
+    sqlx::query("DROP TRIGGER refuse_claim ON jobs")
+        .execute(p.store().pool())
+        .await?;
+    Ok(())
+}
+
+async fn worker_queue_pending(p: &Pipeline) -> anyhow::Result<u64> {
+    Ok(p.queue("reader").await?.pending_summary().await?.count)
+}
+
 async fn worker_queue_dead_letters(
     p: &Pipeline,
 ) -> anyhow::Result<Vec<ironclad_queue::DeadLetter>> {
     Ok(p.queue("reader").await?.dead_letters(100).await?)
 }
 
-/// Dead-letters the job's current message by letting a consumer read it and die while the
-/// limit is 1 (the worker's next reclaim sees delivery 2).
+/// Dead-letters the job's current message: its claims fail for good until the delivery limit
+/// (set to 1 by the callers) sets it aside.
 async fn dead_letter_current_message(
     p: &Pipeline,
     worker: &ironclad_runtime::Worker,
+    job: JobId,
 ) -> anyhow::Result<()> {
-    let crashed = p.queue("crashed").await?;
-    anyhow::ensure!(
-        crashed.read_new().await?.len() == 1,
-        "expected one message to swallow"
-    );
-    let handled = reclaim_when_idle(worker, Duration::from_secs(15)).await?;
+    refuse_claims_of(p, job).await?;
+    let handled = worker.poll_once().await?;
+    allow_claims(p).await?;
     anyhow::ensure!(
         matches!(handled.as_slice(), [Handled::DeadLettered(_)]),
         "expected a dead letter, got {handled:?}"
@@ -263,7 +337,7 @@ async fn a_retry_after_a_requeue_is_announced_before_the_ack() -> anyhow::Result
         publish_when_due(&dispatcher, Duration::from_secs(10)).await?,
         1
     );
-    dead_letter_current_message(&p, &worker).await?;
+    dead_letter_current_message(&p, &worker, id).await?;
     assert!(job(&p, id).await?.dead_lettered);
 
     // Second life.
@@ -299,59 +373,49 @@ async fn a_retry_after_a_requeue_is_announced_before_the_ack() -> anyhow::Result
 async fn requeue_does_not_reopen_a_case_another_source_failed() -> anyhow::Result<()> {
     let mut p = Pipeline::start().await?;
     p.streams.max_deliveries = 1;
-    // One message per read, so the worker and the crashing consumer each get one.
+    // One message per read, in publication order.
     p.streams.read_count = 1;
     let case = p.submit_case(2).await?;
+    let jobs = source_jobs(&p, case).await?;
+    let doomed_source = common::source_of(&p, jobs[0]).await?;
     let dispatcher = p.dispatcher().await?;
-    // The first source the worker sees fails for good; any other succeeds.
-    let first = Arc::new(std::sync::Mutex::new(None));
     let processor = Rigged::new(move |input, _| {
-        let mut first = first
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if *first.get_or_insert(input.source_id) == input.source_id {
+        if input.source_id == doomed_source {
             Act::Terminal("unreadable scan".into())
         } else {
             Act::Succeed
         }
     });
     let worker = p.worker("w1", processor.clone()).await?;
-    let crashed = p.queue("crashed").await?;
+    let unreadable = (
+        "FAILED".to_owned(),
+        Some(FailureCode::DocumentUnreadable.message().to_owned()),
+    );
 
     assert_eq!(dispatcher.tick().await?.published, 2);
     assert_eq!(worker.poll_once().await?, vec![Handled::Failed]);
-    assert_eq!(
-        case_row(&p, case).await?,
-        ("FAILED".to_owned(), Some("unreadable scan".to_owned()))
-    );
-    // The other source's message is swallowed by a consumer that dies, then dead-lettered.
-    assert_eq!(crashed.read_new().await?.len(), 1);
-    let handled = reclaim_when_idle(&worker, Duration::from_secs(15)).await?;
-    assert!(
-        matches!(handled.as_slice(), [Handled::DeadLettered(_)]),
-        "{handled:?}"
-    );
-    let jobs = common::jobs_of(&p, case).await?;
-    assert_eq!(jobs.iter().filter(|j| j.status == "FAILED").count(), 2);
-    assert_eq!(jobs.iter().filter(|j| j.dead_lettered).count(), 1);
+    assert_eq!(case_row(&p, case).await?, unreadable);
+    // The other source's message cannot be claimed (a corrupt row) and is dead-lettered.
+    dead_letter_current_message(&p, &worker, jobs[1]).await?;
+    let rows = common::jobs_of(&p, case).await?;
+    assert_eq!(rows.iter().filter(|j| j.status == "FAILED").count(), 2);
+    assert_eq!(rows.iter().filter(|j| j.dead_lettered).count(), 1);
 
-    // The operator requeues the dead letter; it runs and succeeds.
+    // The operator requeues: only the dead letter (a file that cannot be read stays failed);
+    // it runs and succeeds.
     assert_eq!(p.store().requeue_dead_lettered_jobs("operator").await?, 1);
     drive_until_idle(&dispatcher, &worker).await?;
-    let jobs = common::jobs_of(&p, case).await?;
-    let statuses: Vec<&str> = jobs.iter().map(|j| j.status.as_str()).collect();
+    let rows = common::jobs_of(&p, case).await?;
+    let statuses: Vec<&str> = rows.iter().map(|j| j.status.as_str()).collect();
     assert_eq!(
         statuses.iter().filter(|s| **s == "SUCCEEDED").count(),
         1,
-        "{jobs:?}"
+        "{rows:?}"
     );
-    assert_eq!(jobs.len(), 2, "no finalize job: {jobs:?}");
+    assert_eq!(rows.len(), 2, "no finalize job: {rows:?}");
     // Every job is terminal, so the case must be terminal too: it stays FAILED, with the reason
     // of the source that could not be processed, and nothing reports it stuck.
-    assert_eq!(
-        case_row(&p, case).await?,
-        ("FAILED".to_owned(), Some("unreadable scan".to_owned()))
-    );
+    assert_eq!(case_row(&p, case).await?, unreadable);
     assert!(p.store().stuck_cases(Duration::ZERO, 10).await?.is_empty());
     assert_eq!(processor.calls(), 2);
     p.finish().await;

@@ -86,7 +86,7 @@ async fn flushall_after_publication_delays_but_loses_nothing() -> anyhow::Result
     let mut roles = Roles::new();
     roles.dispatcher(dispatcher);
     roles.worker(p.worker("w1", processor.clone()).await?);
-    roles.reconciler(p.reconciler());
+    roles.reconciler(p.reconciler().await?);
     let done = wait_all_decided(&p, CASES as i64, Duration::from_secs(60)).await;
     roles.stop().await?;
     done?;
@@ -121,7 +121,7 @@ async fn redis_restart_without_persistence_mid_flight_loses_nothing() -> anyhow:
     let mut roles = Roles::new();
     roles.dispatcher(p.dispatcher().await?);
     roles.worker(p.worker("w1", processor.clone()).await?);
-    roles.reconciler(p.reconciler());
+    roles.reconciler(p.reconciler().await?);
     let source_jobs = submit_all(&p).await?;
 
     wait_for("jobs to be running", Duration::from_secs(20), || async {

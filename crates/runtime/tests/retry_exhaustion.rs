@@ -17,6 +17,7 @@ use common::{
     case_row, drive, events, job, jobs_of, outbox_of, publish_when_due, source_jobs, source_of,
     Act, Rigged,
 };
+use ironclad_core::FailureCode;
 use ironclad_documents::processor::{Behaviour, ScriptedProcessor};
 use ironclad_runtime::reconciler::SweepReport;
 use ironclad_runtime::worker::Handled;
@@ -34,7 +35,7 @@ async fn retries_stop_at_max_attempts_and_nothing_loops() -> anyhow::Result<()> 
     let case = p.submit_case(1).await?;
     let id = source_jobs(&p, case).await?[0];
     let dispatcher = p.dispatcher().await?;
-    let reconciler = p.reconciler();
+    let reconciler = p.reconciler().await?;
     let processor = Arc::new(ScriptedProcessor::new(Behaviour::Retryable(
         "provider answered 503".into(),
     )));
@@ -61,13 +62,16 @@ async fn retries_stop_at_max_attempts_and_nothing_loops() -> anyhow::Result<()> 
     let reason = row.last_error.clone().unwrap_or_default();
     assert_eq!(reason, "attempts exhausted (3/3): provider answered 503");
     assert!(!row.dead_lettered);
+    // The tenant-facing reason is the code's fixed message; the detail stays with the job.
+    let code = FailureCode::AttemptsExhausted;
     assert_eq!(
         case_row(&p, case).await?,
-        ("FAILED".to_owned(), Some(reason.clone()))
+        ("FAILED".to_owned(), Some(code.message().to_owned()))
     );
     let failed = events(&p, case, "PROCESSING_FAILED").await?;
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0]["reason"], reason.as_str());
+    assert_eq!(failed[0]["code"], code.as_str());
+    assert_eq!(failed[0]["reason"], code.message());
     assert_eq!(failed[0]["attempt"], 3);
     assert_eq!(failed[0]["dead_lettered"], false);
     assert_eq!(processor.calls(), 3);
@@ -130,14 +134,14 @@ async fn terminal_error_fails_on_the_first_attempt() -> anyhow::Result<()> {
         case_row(&p, case).await?,
         (
             "FAILED".to_owned(),
-            Some("page 1 is not a document".to_owned())
+            Some(FailureCode::DocumentUnreadable.message().to_owned())
         )
     );
     assert_eq!(events(&p, case, "PROCESSING_FAILED").await?.len(), 1);
     assert_eq!(processor.calls(), 1);
     assert_eq!(outbox_of(&p, id).await?.len(), 1, "no retry was scheduled");
     assert_eq!(dispatcher.tick().await?.claimed, 0);
-    assert_eq!(p.reconciler().sweep().await?, SweepReport::default());
+    assert_eq!(p.reconciler().await?.sweep().await?, SweepReport::default());
     p.finish().await;
     Ok(())
 }
@@ -209,7 +213,10 @@ async fn one_failed_source_fails_the_case_but_not_its_sibling() -> anyhow::Resul
     assert_eq!(job(&p, jobs[1]).await?.status, "SUCCEEDED");
     assert_eq!(
         case_row(&p, case).await?,
-        ("FAILED".to_owned(), Some("unreadable scan".to_owned()))
+        (
+            "FAILED".to_owned(),
+            Some(FailureCode::DocumentUnreadable.message().to_owned())
+        )
     );
     assert_eq!(jobs_of(&p, case).await?.len(), 2, "no finalize job");
     assert_eq!(dispatcher.tick().await?.claimed, 0);

@@ -12,9 +12,17 @@ pub enum StoreError {
     /// PostgreSQL could not be reached or the connection broke; retry later.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    /// The caller stopped waiting for an answer (a server that vanished without closing its
+    /// connections never answers); retry on a fresh connection.
+    #[error("no answer from the database within {0:?}")]
+    TimedOut(std::time::Duration),
     /// A serialization failure or deadlock; the transaction can simply be retried.
     #[error("transaction conflict, retry: {0}")]
     Retry(#[source] sqlx::Error),
+    /// PostgreSQL refused the data itself (a character it cannot store, a value a constraint
+    /// forbids): sending the same data again will fail the same way.
+    #[error("data refused by the database: {0}")]
+    Rejected(#[source] sqlx::Error),
     /// A value read back did not make sense (a status outside the known set, …).
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -27,9 +35,17 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the database refused the data itself, so that retrying cannot succeed.
+    pub fn is_rejected_data(&self) -> bool {
+        matches!(self, Self::Rejected(_))
+    }
+
     /// Whether trying again later may succeed (connection trouble, serialization conflicts).
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unavailable(_) | Self::Retry(_))
+        matches!(
+            self,
+            Self::Unavailable(_) | Self::Retry(_) | Self::TimedOut(_)
+        )
     }
 
     /// The violated constraint, when this is a conflict.
@@ -48,10 +64,22 @@ impl From<sqlx::Error> for StoreError {
                 Some("23505") => Self::Conflict {
                     constraint: db.constraint().unwrap_or("unknown").to_owned(),
                 },
-                Some("40001") | Some("40P01") => Self::Retry(err),
-                // admin shutdown, cannot connect now, too many connections
+                // serialization failure, deadlock, lock_timeout
+                Some("40001") | Some("40P01") | Some("55P03") => Self::Retry(err),
+                // data exceptions (22xxx: e.g. 22P05 a NUL in text/jsonb) and integrity
+                // violations other than uniqueness (23xxx: check, not-null, foreign key)
+                Some(code) if code.starts_with("22") || code.starts_with("23") => {
+                    Self::Rejected(err)
+                }
+                // statement_timeout or a cancel: the server was slow, not the data wrong
+                Some("57014") => Self::Unavailable(err),
+                // admin shutdown or terminated backend, connection exceptions, insufficient
+                // resources (too many connections, disk full), idle-in-transaction timeout
                 Some(code)
-                    if code.starts_with("57P") || code.starts_with("08") || code == "53300" =>
+                    if code.starts_with("57P")
+                        || code.starts_with("08")
+                        || code.starts_with("53")
+                        || code == "25P03" =>
                 {
                     Self::Unavailable(err)
                 }

@@ -39,34 +39,124 @@ pub enum Transition {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    /// Connections kept for lease renewals only, so a renewal never queues behind intake,
+    /// scrapes or big result inserts on the main pool (a renewal that waits longer than the
+    /// lease would hand a live job to another worker).
+    lease_pool: PgPool,
 }
 
-/// The migrations embedded in the binary.
+/// The embedded migrations.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// How a process talks to PostgreSQL: pool sizes and the server-side timeouts every session
+/// gets, so that no statement, lock wait or forgotten transaction can hold the pipeline up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Connections of the main pool.
+    pub max_connections: u32,
+    /// Connections reserved for lease renewals (opened lazily; 0 shares the main pool).
+    pub lease_connections: u32,
+    /// Longest wait for a connection (and for connecting); then the call fails as unavailable.
+    pub acquire_timeout: Duration,
+    /// `statement_timeout`: the server cancels a statement running longer. Default 60 s; the
+    /// longest statement is a large dossier's result insert, well under that.
+    pub statement_timeout: Duration,
+    /// `lock_timeout`: a statement waiting this long for a row lock fails (and is retried)
+    /// instead of queueing behind a stuck transaction. Default 10 s.
+    pub lock_timeout: Duration,
+    /// `idle_in_transaction_session_timeout`: the server ends a session that sits idle inside
+    /// a transaction this long (a client stopped mid-transaction), releasing its locks.
+    /// Default 60 s.
+    pub idle_in_transaction_timeout: Duration,
+    /// TCP keepalive idle time of the server's side of each connection, so a client host that
+    /// vanished is noticed and its session (and locks) ended. Interval is a third of it, three
+    /// probes. Default 30 s. (sqlx 0.8 cannot set client-side keepalives; the roles bound their
+    /// own calls with deadlines instead.)
+    pub keepalive_idle: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            lease_connections: 2,
+            acquire_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(60),
+            lock_timeout: Duration::from_secs(10),
+            idle_in_transaction_timeout: Duration::from_secs(60),
+            keepalive_idle: Duration::from_secs(30),
+        }
+    }
+}
+
+fn millis(d: Duration) -> String {
+    d.as_millis().max(1).to_string()
+}
 
 impl Store {
     /// Connects with at most `max_connections`, failing after `connect_timeout` when
-    /// PostgreSQL does not answer (so a readiness probe or CLI call never hangs).
+    /// PostgreSQL does not answer (so a readiness probe or CLI call never hangs). The other
+    /// settings are [`PoolSettings`]' defaults.
     pub async fn connect(
         url: &str,
         max_connections: u32,
         connect_timeout: Duration,
     ) -> StoreResult<Self> {
+        Self::connect_with(
+            url,
+            &PoolSettings {
+                max_connections,
+                acquire_timeout: connect_timeout,
+                ..PoolSettings::default()
+            },
+        )
+        .await
+    }
+
+    /// Connects with `settings`; every session gets the statement, lock and
+    /// idle-in-transaction timeouts and the keepalives.
+    pub async fn connect_with(url: &str, settings: &PoolSettings) -> StoreResult<Self> {
+        let keepalive = settings.keepalive_idle.as_secs().max(1);
         let options = PgConnectOptions::from_str(url)
             .map_err(StoreError::from)?
+            .options([
+                ("statement_timeout", millis(settings.statement_timeout)),
+                ("lock_timeout", millis(settings.lock_timeout)),
+                (
+                    "idle_in_transaction_session_timeout",
+                    millis(settings.idle_in_transaction_timeout),
+                ),
+                ("tcp_keepalives_idle", keepalive.to_string()),
+                (
+                    "tcp_keepalives_interval",
+                    (keepalive / 3).max(1).to_string(),
+                ),
+                ("tcp_keepalives_count", "3".to_owned()),
+            ])
             .log_statements(tracing::log::LevelFilter::Trace)
             .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(2));
         let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(connect_timeout)
-            .connect_with(options)
+            .max_connections(settings.max_connections.max(1))
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_with(options.clone())
             .await?;
-        Ok(Self { pool })
+        let lease_pool = if settings.lease_connections == 0 {
+            pool.clone()
+        } else {
+            PgPoolOptions::new()
+                .max_connections(settings.lease_connections)
+                .acquire_timeout(settings.acquire_timeout)
+                .connect_lazy_with(options)
+        };
+        Ok(Self { pool, lease_pool })
     }
 
     /// Wraps an existing pool.
     pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            lease_pool: pool.clone(),
+            pool,
+        }
     }
 
     /// The underlying pool (for tests and benchmarks).
@@ -77,8 +167,19 @@ impl Store {
     /// Applies pending migrations. Safe to run concurrently from several processes
     /// (sqlx takes an advisory lock).
     pub async fn migrate(&self) -> StoreResult<()> {
-        MIGRATOR.run(&self.pool).await?;
+        // A migration may legitimately run longer than the statement timeout every other
+        // session gets (an index build on a big table).
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("SET statement_timeout = 0")
+            .execute(&mut *conn)
+            .await?;
+        MIGRATOR.run(&mut *conn).await?;
         Ok(())
+    }
+
+    /// The pool lease renewals use.
+    pub(crate) fn lease_pool(&self) -> &PgPool {
+        &self.lease_pool
     }
 
     /// Checks PostgreSQL answers.
@@ -91,4 +192,14 @@ impl Store {
 /// Seconds as the `double precision` PostgreSQL's `make_interval(secs => …)` takes.
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// Text PostgreSQL can store: `text` and `jsonb` refuse U+0000, which an error message quoting
+/// a file's bytes may carry. Replaced rather than dropped, so the operator sees where it was.
+pub(crate) fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }

@@ -29,9 +29,12 @@ FROM batch WHERE o.id = batch.id
 RETURNING o.id, o.payload
 "#;
 
+/// $1 ids, $2 token, $3 the stream entry id each row became (same order as $1).
 const OUTBOX_MARK_PUBLISHED: &str = r#"
-UPDATE outbox SET status = 'PUBLISHED', published_at = now(), lock_token = NULL, last_error = NULL
-WHERE id = ANY($1) AND status = 'PUBLISHING' AND lock_token = $2
+UPDATE outbox o SET status = 'PUBLISHED', published_at = now(), lock_token = NULL,
+    last_error = NULL, stream_id = p.stream_id
+FROM unnest($1::uuid[], $3::text[]) AS p(id, stream_id)
+WHERE o.id = p.id AND o.status = 'PUBLISHING' AND o.lock_token = $2
 "#;
 
 /// Parameters: $1 ids, $2 token, $3 error, $4 max attempts, $5 base backoff seconds,
@@ -96,11 +99,18 @@ impl Store {
         ))
     }
 
-    /// Marks rows published where the lock token is still ours; returns how many.
-    pub async fn outbox_mark_published(&self, ids: &[Uuid], token: Uuid) -> StoreResult<u64> {
+    /// Marks rows published where the lock token is still ours, recording the stream entry
+    /// id each became (`stream_ids[i]` for `ids[i]`); returns how many.
+    pub async fn outbox_mark_published(
+        &self,
+        ids: &[Uuid],
+        token: Uuid,
+        stream_ids: &[String],
+    ) -> StoreResult<u64> {
         let done = sqlx::query(OUTBOX_MARK_PUBLISHED)
             .bind(ids)
             .bind(token)
+            .bind(stream_ids)
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected())

@@ -36,6 +36,9 @@ const WORKFLOWS_LATEST_ALL: &str =
      FROM workflows ORDER BY name, version DESC";
 const CASE_RECORD_WORKFLOW: &str =
     "UPDATE cases SET workflow_id = $2 WHERE id = $1 AND workflow_id IS NULL";
+const WORKFLOW_BY_ID: &str =
+    "SELECT id, name, version, sha256, source_yaml FROM workflows WHERE id = $1";
+const CASE_WORKFLOW: &str = "SELECT workflow_id FROM cases WHERE id = $1";
 
 impl Store {
     /// Stores a (validated) workflow file; returns its version and whether it is new.
@@ -89,6 +92,34 @@ impl Store {
         Ok(sqlx::query_as(WORKFLOWS_LATEST_ALL)
             .fetch_all(self.pool())
             .await?)
+    }
+
+    /// One stored version.
+    pub async fn workflow_by_id(&self, id: Uuid) -> StoreResult<Option<WorkflowVersion>> {
+        Ok(sqlx::query_as(WORKFLOW_BY_ID)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// Pins a case to `workflow` unless it is pinned already; returns the version the case is
+    /// pinned to now (ours, or the one a concurrent reader or the intake pinned first).
+    pub async fn pin_case_workflow(
+        &self,
+        case: ironclad_core::CaseId,
+        workflow: Uuid,
+    ) -> StoreResult<Option<Uuid>> {
+        sqlx::query(CASE_RECORD_WORKFLOW)
+            .bind(case.0)
+            .bind(workflow)
+            .execute(self.pool())
+            .await?;
+        // A statement of its own: its snapshot sees whichever pin won.
+        let pinned: Option<Option<Uuid>> = sqlx::query_scalar(CASE_WORKFLOW)
+            .bind(case.0)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(pinned.flatten())
     }
 
     /// Records the workflow version a case runs under (first writer wins).

@@ -1,9 +1,9 @@
 //! Store transitions against a real PostgreSQL: the guarded statements do what their names say,
 //! and the schema refuses what the design says is impossible.
 
-use ironclad_core::{CaseId, Envelope, JobId, JobKind, SourceId, TenantId};
+use ironclad_core::{CaseId, Envelope, FailureCode, JobId, JobKind, SourceId, TenantId};
 use ironclad_store::intake::{IntakeOutcome, NewCase, NewSource};
-use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, FinalizeOutcome};
+use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, Failure, FinalizeOutcome};
 use ironclad_store::{Store, Transition};
 use ironclad_testkit::TestDb;
 use std::time::Duration;
@@ -197,16 +197,21 @@ async fn retry_then_exhaustion_fails_case() -> anyhow::Result<()> {
         ClaimOutcome::Refused(ClaimRefusal::NotDue)
     ));
     assert_eq!(count(store, "SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.case_id = $1 AND o.available_at > now()", case.case_id).await, 1);
-    assert_eq!(store.fail_held_job(&j, "x", "t").await?, Transition::Stale);
+    let failure = Failure::new(
+        FailureCode::DocumentUnreadable,
+        "provider said no: /srv/x.pdf",
+    );
+    assert_eq!(
+        store.fail_held_job(&j, &failure, "t").await?,
+        Transition::Stale
+    );
     sqlx::query("UPDATE jobs SET next_attempt_at = now()")
         .execute(store.pool())
         .await?;
     let j = claim(store, &env).await?;
     assert_eq!(j.attempt, 2);
     assert_eq!(
-        store
-            .fail_held_job(&j, "provider said no", "worker")
-            .await?,
+        store.fail_held_job(&j, &failure, "worker").await?,
         Transition::Applied
     );
     let detail = store
@@ -214,10 +219,17 @@ async fn retry_then_exhaustion_fails_case() -> anyhow::Result<()> {
         .await?
         .ok_or_else(|| anyhow::anyhow!("missing"))?;
     assert_eq!(detail.case.status, "FAILED");
+    // Tenants see the code's safe message; the detail (with its server path) stays with the job.
     assert_eq!(
         detail.case.status_reason.as_deref(),
-        Some("provider said no")
+        Some(FailureCode::DocumentUnreadable.message())
     );
+    let last_error: Option<String> =
+        sqlx::query_scalar("SELECT last_error FROM jobs WHERE id = $1")
+            .bind(j.id.0)
+            .fetch_one(store.pool())
+            .await?;
+    assert_eq!(last_error.as_deref(), Some("provider said no: /srv/x.pdf"));
     assert!(detail
         .audit
         .iter()

@@ -39,6 +39,8 @@ pub fn test_runtime_config() -> RuntimeConfig {
         reemit_after: Duration::from_secs(2),
         blob_grace: Duration::from_secs(3600),
         blob_sweep_every: Duration::from_secs(3600),
+        outcome_patience: Duration::from_secs(60),
+        store_call_timeout: Duration::from_secs(10),
     }
 }
 
@@ -193,12 +195,14 @@ impl Pipeline {
     }
 
     /// A reconciler.
-    pub fn reconciler(&self) -> Reconciler {
-        Reconciler::new(
+    pub async fn reconciler(&self) -> anyhow::Result<Reconciler> {
+        Ok(Reconciler::new(
             self.store().clone(),
+            self.queue("reconciler").await?,
             self.blobs.clone(),
             self.config.clone(),
-        )
+            self.faults.clone(),
+        ))
     }
 
     /// Commits a case of `files` distinct small PDFs whose bytes are really in the blob store,
