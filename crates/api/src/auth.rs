@@ -1,18 +1,24 @@
 //! Who is calling: `Authorization: Bearer <key>` resolved to a [`Principal`].
 //!
-//! The tenant always comes from the key, never from the request. Successful lookups are kept
-//! for [`CACHE_TTL`] in a small per-router cache keyed by the key's hash, so a busy client
-//! costs one PostgreSQL round trip per key per half-minute rather than one per request.
+//! The tenant always comes from the key, never from the request. A key that does not have the
+//! shape [`create_api_key`](ironclad_store::Store::create_api_key) gives every key (`ick_` and
+//! 48 lowercase hex digits) is refused without asking PostgreSQL. A well-formed key is looked
+//! up once and the answer, found or not, kept in a small per-router cache ([`AuthCache`]) keyed
+//! by the key's hash, so a busy client — or a client hammering with a wrong key — costs one
+//! PostgreSQL round trip per key per half-minute rather than one per request. Concurrent
+//! requests with the same uncached key share one lookup.
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::throttle::RateLimiters;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use ironclad_core::role::Role;
 use ironclad_store::tenants::{hash_key, Principal};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use ironclad_store::Store;
+use moka::future::Cache;
+use moka::Expiry;
 use std::time::{Duration, Instant};
 
 /// How long a resolved key is trusted without asking PostgreSQL again.
@@ -21,50 +27,101 @@ use std::time::{Duration, Instant};
 /// is short enough for an operator revoking a leaked key and long enough to absorb bursts.
 pub const CACHE_TTL: Duration = Duration::from_secs(30);
 
-/// Entries kept at most; past this the cache is emptied of expired entries, then cleared.
-/// It only bounds memory against a flood of distinct valid keys, which real tenants never reach.
-const CACHE_CAPACITY: usize = 10_000;
+/// How long "no such key" is remembered.
+///
+/// Safe for any TTL, short or long: keys are 192-bit random secrets made by
+/// `create_api_key`, and the raw key exists nowhere before the row naming its hash is
+/// committed, so nobody can present a key before it exists — a remembered miss can never hide
+/// a key created later (short of guessing 192 random bits). A key that was *revoked* reads as a
+/// miss too, which is what it should. The TTL is short only to bound how long a flood of junk
+/// keys occupies the cache.
+pub const NEGATIVE_CACHE_TTL: Duration = Duration::from_secs(30);
 
-/// Key hash → principal, for [`CACHE_TTL`]. Cheap to clone; clones share the entries.
-/// Unknown keys are never cached, so a key created a moment ago works at once.
-#[derive(Debug, Clone, Default)]
-pub struct AuthCache(Arc<Mutex<HashMap<String, (Principal, Instant)>>>);
+/// Entries kept at most, found and missing together. Eviction is moka's TinyLFU: a flood of
+/// distinct junk keys (each seen once) is not admitted over the keys real clients keep using.
+const CACHE_CAPACITY: u64 = 10_000;
+
+/// The shape of every key `create_api_key` makes: `ick_` + 24 random bytes in lowercase hex.
+const KEY_PREFIX: &str = "ick_";
+const KEY_HEX_DIGITS: usize = 48;
+
+/// Key hash → principal (`None`: no such key, or revoked), for [`CACHE_TTL`] or
+/// [`NEGATIVE_CACHE_TTL`]. Cheap to clone; clones share the entries.
+#[derive(Clone)]
+pub struct AuthCache(Cache<String, Option<Principal>>);
+
+impl std::fmt::Debug for AuthCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AuthCache")
+            .field(&self.0.entry_count())
+            .finish()
+    }
+}
+
+impl Default for AuthCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Found keys live [`CACHE_TTL`], missing ones [`NEGATIVE_CACHE_TTL`].
+struct AuthExpiry;
+
+impl Expiry<String, Option<Principal>> for AuthExpiry {
+    fn expire_after_create(
+        &self,
+        _key: &String,
+        value: &Option<Principal>,
+        _created_at: Instant,
+    ) -> Option<Duration> {
+        Some(ttl_of(value))
+    }
+}
+
+fn ttl_of(value: &Option<Principal>) -> Duration {
+    if value.is_some() {
+        CACHE_TTL
+    } else {
+        NEGATIVE_CACHE_TTL
+    }
+}
 
 impl AuthCache {
     /// An empty cache.
     pub fn new() -> Self {
-        Self::default()
+        Self(
+            Cache::builder()
+                .max_capacity(CACHE_CAPACITY)
+                .expire_after(AuthExpiry)
+                .build(),
+        )
     }
 
-    fn get(&self, key_hash: &str) -> Option<Principal> {
-        let entries = self.lock();
-        entries
-            .get(key_hash)
-            .filter(|(_, at)| at.elapsed() < CACHE_TTL)
-            .map(|(principal, _)| *principal)
-    }
-
-    fn put(&self, key_hash: String, principal: Principal) {
-        let mut entries = self.lock();
-        if entries.len() >= CACHE_CAPACITY {
-            entries.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
-            if entries.len() >= CACHE_CAPACITY {
-                entries.clear();
-            }
-        }
-        entries.insert(key_hash, (principal, Instant::now()));
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Principal, Instant)>> {
-        // A panic while holding the lock cannot leave a half-written entry: the map is valid.
+    /// The principal of the well-formed key `raw`, from the cache or from `store`; `None` when
+    /// no live key has that value. Errors are not cached.
+    async fn resolve(&self, store: &Store, raw: &str) -> Result<Option<Principal>, ApiError> {
+        let store = store.clone();
+        let owned = raw.to_owned();
         self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .try_get_with(
+                hash_key(raw),
+                async move { store.authenticate(&owned).await },
+            )
+            .await
+            .map_err(ApiError::from)
     }
 }
 
+/// Whether `raw` has the one shape real keys have; anything else is refused unread.
+fn is_well_formed_key(raw: &str) -> bool {
+    raw.strip_prefix(KEY_PREFIX).is_some_and(|hex| {
+        hex.len() == KEY_HEX_DIGITS && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
 /// The authenticated caller of a request (extractor). Rejects with 401 when the header is
-/// missing, malformed, or names an unknown or revoked key.
+/// missing, malformed, or names an unknown or revoked key, and with 429 when the key is over
+/// its rate ([`RateLimiters`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Caller(pub Principal);
 
@@ -87,25 +144,25 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let raw = bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
-        let key_hash = hash_key(raw);
-        let cache = parts.extensions.get::<AuthCache>().cloned();
-        if let Some(principal) = cache.as_ref().and_then(|c| c.get(&key_hash)) {
-            return Ok(Self(principal));
+        if !is_well_formed_key(raw) {
+            return Err(ApiError::Unauthenticated);
         }
-        let principal = state
-            .store
-            .authenticate(raw)
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
-        if let Some(cache) = cache {
-            cache.put(key_hash, principal);
+        // The router installs both; a router built some other way still authenticates, just
+        // without cache or per-key rate.
+        let principal = match parts.extensions.get::<AuthCache>() {
+            Some(cache) => cache.resolve(&state.store, raw).await?,
+            None => state.store.authenticate(raw).await?,
+        }
+        .ok_or(ApiError::Unauthenticated)?;
+        if let Some(limiters) = parts.extensions.get::<RateLimiters>() {
+            limiters.check_key(principal.key_id)?;
         }
         Ok(Self(principal))
     }
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
-fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
@@ -140,20 +197,27 @@ mod tests {
     }
 
     #[test]
-    fn cache_returns_fresh_entries_only() {
-        let cache = AuthCache::new();
+    fn only_the_shape_of_real_keys_is_looked_up() {
+        let real = format!("ick_{}", "0123456789abcdef".repeat(3));
+        assert!(is_well_formed_key(&real));
+        assert!(!is_well_formed_key("ick_not_a_real_key"));
+        assert!(!is_well_formed_key(&real.to_uppercase()));
+        assert!(!is_well_formed_key(&format!("{real}0")));
+        assert!(!is_well_formed_key(&real[..real.len() - 1]));
+        assert!(!is_well_formed_key(&real.replacen("ick_", "ikk_", 1)));
+        assert!(!is_well_formed_key(&format!("ick_{}g", "0".repeat(47))));
+        assert!(!is_well_formed_key(""));
+    }
+
+    #[test]
+    fn found_and_missing_keys_expire_on_their_own_clocks() {
         let principal = Principal {
             tenant_id: TenantId::new(),
             role: Role::Operator,
             key_id: uuid::Uuid::now_v7(),
         };
-        assert_eq!(cache.get("h"), None);
-        cache.put("h".into(), principal);
-        assert_eq!(cache.get("h"), Some(principal));
-        if let Some(old) = Instant::now().checked_sub(CACHE_TTL + Duration::from_secs(1)) {
-            cache.lock().insert("old".into(), (principal, old));
-            assert_eq!(cache.get("old"), None);
-        }
+        assert_eq!(ttl_of(&Some(principal)), CACHE_TTL);
+        assert_eq!(ttl_of(&None), NEGATIVE_CACHE_TTL);
     }
 
     #[test]

@@ -11,6 +11,8 @@ use ironclad_blobs::BlobError;
 use ironclad_core::faults::InjectedFault;
 use ironclad_store::StoreError;
 use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Why a request was not served.
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +41,25 @@ pub enum ApiError {
         action: &'static str,
     },
     /// PostgreSQL is unreachable or too busy; retrying later may work. Answered 503.
+    /// (Shared because one failed lookup may answer several coalesced requests.)
     #[error("database unavailable: {0}")]
-    Unavailable(#[source] StoreError),
+    Unavailable(#[source] Arc<StoreError>),
+    /// This caller, or the server as a whole, is doing too much right now: answered with
+    /// `status` (429 or 503) and a `Retry-After` of `retry_after` rounded up to whole seconds
+    /// (at least 1).
+    #[error("{status} {code}: {message}")]
+    Throttled {
+        /// 429 (this caller is over its rate) or 503 (the server is at capacity).
+        status: StatusCode,
+        /// Stable code: `rate_limited` or `busy`.
+        code: &'static str,
+        /// Human-readable explanation.
+        message: String,
+        /// When trying again may succeed.
+        retry_after: Duration,
+        /// Structured facts (which limit); `null` when there are none.
+        details: Value,
+    },
     /// The request ran past the configured deadline. Answered 503.
     #[error("request timed out")]
     Timeout,
@@ -70,6 +89,36 @@ impl ApiError {
         Self::client(StatusCode::NOT_FOUND, "not_found", "no such resource")
     }
 
+    /// 429 `rate_limited`: `scope` (`key` or `address`) is over its rate; retry after
+    /// `retry_after`.
+    pub fn rate_limited(scope: &'static str, retry_after: Duration) -> Self {
+        let seconds = retry_after_seconds(retry_after);
+        Self::Throttled {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            code: "rate_limited",
+            message: format!(
+                "too many requests for this {}; retry after {seconds} s",
+                if scope == "key" { "API key" } else { "address" }
+            ),
+            retry_after,
+            details: json!({"scope": scope, "retry_after_seconds": seconds}),
+        }
+    }
+
+    /// 503 `busy`: the server is at its capacity for `what`; retry after `retry_after`.
+    pub fn busy(what: &str, limit: usize, retry_after: Duration) -> Self {
+        Self::Throttled {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: "busy",
+            message: format!(
+                "the server is already handling {limit} {what}; retry after {} s",
+                retry_after_seconds(retry_after)
+            ),
+            retry_after,
+            details: json!({"limit": limit, "retry_after_seconds": retry_after_seconds(retry_after)}),
+        }
+    }
+
     /// Adds structured details (only meaningful on client errors).
     pub fn with_details(self, details: Value) -> Self {
         match self {
@@ -91,7 +140,7 @@ impl ApiError {
     /// The status this error is answered with.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Client { status, .. } => *status,
+            Self::Client { status, .. } | Self::Throttled { status, .. } => *status,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::Unavailable(_) | Self::Timeout => StatusCode::SERVICE_UNAVAILABLE,
@@ -102,7 +151,7 @@ impl ApiError {
     /// The stable code this error is answered with.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Client { code, .. } => code,
+            Self::Client { code, .. } | Self::Throttled { code, .. } => code,
             Self::Unauthenticated => "unauthorized",
             Self::Forbidden { .. } => "forbidden",
             Self::Unavailable(_) => "unavailable",
@@ -114,6 +163,12 @@ impl ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
+        Self::from(Arc::new(err))
+    }
+}
+
+impl From<Arc<StoreError>> for ApiError {
+    fn from(err: Arc<StoreError>) -> Self {
         // Serialization conflicts are as transient as a lost connection: both say "retry".
         if err.is_transient() {
             Self::Unavailable(err)
@@ -139,10 +194,20 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let code = self.code();
+        let mut retry_after = Duration::from_secs(1);
         let (message, details) = match self {
             Self::Client {
                 message, details, ..
             } => (message, details),
+            Self::Throttled {
+                message,
+                details,
+                retry_after: after,
+                ..
+            } => {
+                retry_after = after;
+                (message, details)
+            }
             Self::Unauthenticated | Self::Forbidden { .. } | Self::Timeout => {
                 (self.to_string(), Value::Null)
             }
@@ -162,14 +227,27 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            // Tells well-behaved clients (and our CLI) to back off briefly rather than hammer.
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+            // Tells well-behaved clients (and our CLI) to back off rather than hammer.
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after_seconds(retry_after)),
+            );
         }
         response
     }
+}
+
+/// `Retry-After` takes whole seconds: round up, and never say 0 (which invites a retry
+/// storm at the very instant the limit still applies).
+pub fn retry_after_seconds(wait: Duration) -> u64 {
+    let whole = wait.as_secs();
+    let rounded = if wait.subsec_nanos() > 0 {
+        whole.saturating_add(1)
+    } else {
+        whole
+    };
+    rounded.max(1)
 }
 
 #[cfg(test)]
@@ -213,6 +291,22 @@ mod tests {
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert_eq!(body["error"]["code"], "no_files");
         assert_eq!(body["error"]["details"]["field"], "file");
+    }
+
+    #[tokio::test]
+    async fn throttled_answers_carry_retry_after_in_whole_seconds() {
+        let response = ApiError::rate_limited("key", Duration::from_millis(1200)).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            response.headers().get(header::RETRY_AFTER),
+            Some(&HeaderValue::from_static("2"))
+        );
+        let (status, body) = body_of(ApiError::busy("intakes", 8, Duration::ZERO)).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body["error"]["code"], "busy");
+        assert_eq!(body["error"]["details"]["retry_after_seconds"], 1);
+        assert_eq!(retry_after_seconds(Duration::from_secs(3)), 3);
+        assert_eq!(retry_after_seconds(Duration::from_nanos(1)), 1);
     }
 
     #[test]

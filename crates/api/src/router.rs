@@ -1,36 +1,74 @@
-//! The application: every route group, the JSON fallbacks, the request deadline and tracing.
+//! The application: every route group, the JSON fallbacks, load shedding, the request
+//! deadline and tracing; and the metrics-only application for a separate listener.
 
 use crate::auth::AuthCache;
 use crate::error::ApiError;
 use crate::routes;
+use crate::routes::ops::ScrapeCache;
 use crate::state::AppState;
+use crate::throttle::{limit_by_address, IntakeSlots, RateLimiters};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tower_http::trace::TraceLayer;
 
-/// Builds the application for `state`.
+/// Builds the application for `state`: the API, the health probes and (unless
+/// [`ApiConfig::metrics_on_api_listener`](crate::ApiConfig) is false) `/metrics`.
+///
+/// Every cache, rate bucket and intake slot belongs to the router built here, not to a
+/// global: several apps in one process (tests) never see each other's entries, and a key
+/// revoked in one database is not remembered for another.
 pub fn router(state: AppState) -> Router {
-    let deadline = state.config.request_timeout;
-    Router::new()
-        .merge(routes::cases::router(&state.config.limits))
-        .merge(routes::ops::router())
+    let config = &state.config;
+    let limiters = RateLimiters::new(config);
+    let mut app = Router::new()
+        .merge(routes::cases::router(&config.limits))
+        .merge(routes::ops::router());
+    if config.metrics_on_api_listener {
+        app = app.merge(routes::ops::metrics_routes());
+    }
+    let app = app
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
-        // One cache per application, not a global: tests running several apps in one process
-        // (and a key revoked in one database) never see each other's entries.
+        .layer(middleware::from_fn_with_state(
+            limiters.clone(),
+            limit_by_address,
+        ))
+        .layer(Extension(limiters))
         .layer(Extension(AuthCache::new()))
-        .layer(middleware::from_fn_with_state(deadline, enforce_deadline))
+        .layer(Extension(IntakeSlots::new(config.max_concurrent_intakes)))
+        .layer(Extension(ScrapeCache::new()));
+    finish(app, state)
+}
+
+/// Builds an application that serves only `/metrics` (with the same token rule and gauge
+/// cache), for a listener of its own: an address only Prometheus can reach, while the API's
+/// listener answers 404 for `/metrics` when `metrics_on_api_listener` is false.
+pub fn metrics_router(state: AppState) -> Router {
+    let app = Router::new()
+        .merge(routes::ops::metrics_routes())
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(Extension(ScrapeCache::new()));
+    finish(app, state)
+}
+
+/// The layers every application gets: the deadline, then tracing outermost.
+fn finish(app: Router<AppState>, state: AppState) -> Router {
+    let deadline = state.config.request_timeout;
+    app.layer(middleware::from_fn_with_state(deadline, enforce_deadline))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
 
 /// Serves the application on `listener` until `shutdown` resolves, then lets in-flight
-/// requests finish (graceful shutdown).
+/// requests finish (graceful shutdown). Each request knows its peer's address (for the
+/// per-address rate limit).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -39,9 +77,29 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         tracing::debug!(%addr, "http api serving");
     }
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}
+
+/// Serves [`metrics_router`] on `listener` until `shutdown` resolves.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::debug!(%addr, "metrics serving");
+    }
+    axum::serve(
+        listener,
+        metrics_router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Answers 503 `timeout` when a request runs past `limit`. Dropping the handler aborts its

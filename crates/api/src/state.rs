@@ -42,8 +42,25 @@ impl IntakeLimits {
     }
 }
 
+/// A token-bucket rate: `per_second` requests a second on average, up to `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Sustained requests per second.
+    pub per_second: u32,
+    /// Requests accepted back to back after a quiet period (the bucket's size).
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// `Some` limit, or `None` (no limit) when either number is 0: lets a CLI map
+    /// "0" to "disabled" without a special case.
+    pub fn new(per_second: u32, burst: u32) -> Option<Self> {
+        (per_second > 0 && burst > 0).then_some(Self { per_second, burst })
+    }
+}
+
 /// API settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ApiConfig {
     /// Intake limits.
     pub limits: IntakeLimits,
@@ -53,6 +70,32 @@ pub struct ApiConfig {
     /// is answered 503 `timeout` (an intake cut off mid-commit can be replayed safely with its
     /// `Idempotency-Key`).
     pub request_timeout: Duration,
+    /// Intake requests handled at once by this process; one more is answered 503 `busy` with
+    /// `Retry-After` at once rather than queued. Default 8. Each intake holds at most one file
+    /// in memory, so file buffers stay below about `max_concurrent_intakes × max_file_bytes`
+    /// (default 8 × 25 MiB = 200 MiB, plus the parser's working memory). 0 counts as 1.
+    pub max_concurrent_intakes: usize,
+    /// Longest time one file's inspection (type, structure, page count) may take; past it the
+    /// file is refused 413 `document_too_large`. Default 20 s: an honest 25 MiB PDF takes well
+    /// under a second.
+    pub inspect_timeout: Duration,
+    /// Rate per API key, checked after authentication; `None` disables. Default 200/s with a
+    /// burst of 400: a client polling its cases and submitting at full speed stays far below
+    /// it (intake itself is bounded by `max_concurrent_intakes`), while a leaked key used from
+    /// many addresses is capped as a whole.
+    pub key_rate_limit: Option<RateLimit>,
+    /// Rate per client address (IPv4 address, IPv6 /64), checked before authentication, so
+    /// requests with bad keys count here; `None` disables. Default 100/s with a burst of 200:
+    /// a UI page load or a CLI run is a few dozen requests. Behind a reverse proxy every
+    /// client shares the proxy's address: raise it or disable it there. `/healthz` and
+    /// `/readyz` are never limited.
+    pub address_rate_limit: Option<RateLimit>,
+    /// Bearer token required to scrape `/metrics`; `None` (default) leaves it open. Compared
+    /// in constant time; never printed by `Debug`.
+    pub metrics_token: Option<String>,
+    /// Whether the API listener serves `/metrics` (default true). Set false when metrics are
+    /// served on their own listener ([`crate::serve_metrics`]); the API then answers 404.
+    pub metrics_on_api_listener: bool,
 }
 
 impl Default for ApiConfig {
@@ -61,7 +104,32 @@ impl Default for ApiConfig {
             limits: IntakeLimits::default(),
             max_attempts: RetryPolicy::default().max_attempts,
             request_timeout: Duration::from_secs(60),
+            max_concurrent_intakes: 8,
+            inspect_timeout: Duration::from_secs(20),
+            key_rate_limit: RateLimit::new(200, 400),
+            address_rate_limit: RateLimit::new(100, 200),
+            metrics_token: None,
+            metrics_on_api_listener: true,
         }
+    }
+}
+
+impl std::fmt::Debug for ApiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiConfig")
+            .field("limits", &self.limits)
+            .field("max_attempts", &self.max_attempts)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_concurrent_intakes", &self.max_concurrent_intakes)
+            .field("inspect_timeout", &self.inspect_timeout)
+            .field("key_rate_limit", &self.key_rate_limit)
+            .field("address_rate_limit", &self.address_rate_limit)
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("metrics_on_api_listener", &self.metrics_on_api_listener)
+            .finish()
     }
 }
 
@@ -94,5 +162,34 @@ impl std::fmt::Debug for AppState {
             .field("metrics", &self.metrics.is_some())
             .field("faults", &self.faults)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_token_never_prints() {
+        let config = ApiConfig {
+            metrics_token: Some("s3cret-token".into()),
+            ..ApiConfig::default()
+        };
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("s3cret"), "{printed}");
+        assert!(printed.contains("<redacted>"));
+    }
+
+    #[test]
+    fn a_zero_rate_disables_the_limit() {
+        assert_eq!(RateLimit::new(0, 10), None);
+        assert_eq!(RateLimit::new(10, 0), None);
+        assert_eq!(
+            RateLimit::new(2, 3),
+            Some(RateLimit {
+                per_second: 2,
+                burst: 3
+            })
+        );
     }
 }

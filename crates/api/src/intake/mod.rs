@@ -8,6 +8,14 @@
 //! ([`Store::commit_intake`](ironclad_store::Store::commit_intake)), which is also where an
 //! `Idempotency-Key` is settled: replay, reuse with another payload, or first use.
 //!
+//! **Bounded across requests.** An intake runs only with an [`IntakeSlot`] (at most
+//! `max_concurrent_intakes` at once, see [`crate::throttle`]), and each file's inspection gets
+//! at most `inspect_timeout`. The whole intake is one future: when it is dropped (deadline,
+//! client gone) no further part is read or inspected and no commit starts; an inspection
+//! already running on the blocking pool finishes there, still holding the request's slot.
+//! A request that does not commit deletes the blobs it created before answering (see
+//! `cleanup`); only a crash, or a commit whose outcome is unknown, leaves them to the sweep.
+//!
 //! Refusals, in the order they are detected:
 //!
 //! | condition | status | code |
@@ -19,11 +27,16 @@
 //! | not PDF/PNG/JPEG/TIFF by its bytes | 415 | `unsupported_media_type` |
 //! | truncated, corrupt or password-protected | 422 | `unreadable_file` |
 //! | an image or PDF structure too big to process (pixel bombs) | 413 | `document_too_large` |
+//! | inspection longer than `inspect_timeout` | 413 | `document_too_large` |
 //! | pages over `max_total_pages` (one file or all together) | 413 | `too_many_pages` |
 //! | the same bytes twice in one request | 422 | `duplicate_file` |
 //! | no file part at all | 400 | `no_files` |
 //! | `Idempotency-Key` reused for a different payload | 409 | `idempotency_key_reused` |
+//!
+//! Before any of these, a request beyond `max_concurrent_intakes` is answered 503 `busy`
+//! with `Retry-After`, without reading its body.
 
+mod cleanup;
 mod inspection;
 mod receive;
 
@@ -31,8 +44,10 @@ pub use receive::{MAX_EXTERNAL_REFERENCE_CHARS, MAX_WORKFLOW_CHARS};
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::throttle::IntakeSlot;
 use axum::extract::Multipart;
 use axum::http::StatusCode;
+use cleanup::Uncommitted;
 use ironclad_core::faults::FaultPoint;
 use ironclad_core::media::MediaType;
 use ironclad_core::{CaseId, CaseStatus, IdempotencyKey, JobId, SourceId};
@@ -77,15 +92,27 @@ struct SourceReceipt<'a> {
     job_id: JobId,
 }
 
-/// Reads, checks and commits one intake request, recording its outcome in the metrics.
+/// Reads, checks and commits one intake request under its `slot`, recording its outcome in
+/// the metrics. A request that does not commit deletes the blobs it created before returning.
 pub async fn submit(
     state: &AppState,
     principal: Principal,
     idempotency_key: Option<IdempotencyKey>,
     multipart: Multipart,
+    slot: IntakeSlot,
 ) -> Result<IntakeReply, ApiError> {
     let started = Instant::now();
-    let result = submit_inner(state, principal, idempotency_key, multipart).await;
+    let mut made = Uncommitted::new(state.blobs.clone(), state.store.clone());
+    let result = submit_inner(
+        state,
+        principal,
+        idempotency_key,
+        multipart,
+        &slot,
+        &mut made,
+    )
+    .await;
+    made.finish().await;
     let outcome = match &result {
         Ok(reply) if reply.replayed => "replayed",
         Ok(_) => "created",
@@ -103,10 +130,12 @@ async fn submit_inner(
     principal: Principal,
     idempotency_key: Option<IdempotencyKey>,
     mut multipart: Multipart,
+    slot: &IntakeSlot,
+    made: &mut Uncommitted,
 ) -> Result<IntakeReply, ApiError> {
-    let submission = receive(&mut multipart, &state.blobs, &state.config.limits).await?;
-    // Every blob is durable from here on. Whatever fails next leaves them for the sweep:
-    // another request may be committing a row that names the same content-addressed key.
+    let submission = receive(&mut multipart, state, slot, made).await?;
+    // Every blob is durable from here on; `made` knows them, and deletes the ones this request
+    // created if it ends without a commit.
     state.faults.check(FaultPoint::IntakeAfterBlobWrite)?;
     // A workflow nobody loaded would only fail the case later, in a worker: refuse it now.
     if let Some(name) = submission.workflow.as_deref() {
@@ -170,7 +199,14 @@ async fn submit_inner(
         actor: format!("api_key:{}", principal.key_id),
         response: body.clone(),
     };
-    match state.store.commit_intake(&new_case).await? {
+    made.committing();
+    let outcome = state.store.commit_intake(&new_case).await;
+    made.settle(match &outcome {
+        Ok(IntakeOutcome::Created) => Ok(true),
+        Ok(_) => Ok(false),
+        Err(e) => Err(e),
+    });
+    match outcome? {
         IntakeOutcome::Created => {
             tracing::info!(case_id = %case_id, tenant_id = %principal.tenant_id,
                 sources = new_case.sources.len(), "case ingested");

@@ -1,13 +1,15 @@
 //! Reading the multipart body: text fields validated, each file streamed into the blob
 //! store under the byte limit, inspected, and made durable.
 
+use super::cleanup::Uncommitted;
 use super::inspection::check_file;
 use crate::error::ApiError;
-use crate::state::IntakeLimits;
+use crate::state::AppState;
+use crate::throttle::IntakeSlot;
 use axum::extract::multipart::{Field, MultipartError};
 use axum::extract::Multipart;
 use axum::http::StatusCode;
-use ironclad_blobs::{BlobStore, BlobWriter, StoredBlob};
+use ironclad_blobs::{BlobWriter, StoredBlob};
 use ironclad_core::media::MediaType;
 use serde_json::json;
 
@@ -35,12 +37,15 @@ pub(super) struct Submission {
     pub(super) files: Vec<ReceivedFile>,
 }
 
-/// Streams the whole body: text fields parsed, files stored and checked.
+/// Streams the whole body: text fields parsed, files stored and checked. Each file made
+/// durable is recorded in `made` at once, so a later refusal can delete it.
 pub(super) async fn receive(
     multipart: &mut Multipart,
-    blobs: &BlobStore,
-    limits: &IntakeLimits,
+    state: &AppState,
+    slot: &IntakeSlot,
+    made: &mut Uncommitted,
 ) -> Result<Submission, ApiError> {
+    let limits = &state.config.limits;
     let mut submission = Submission::default();
     let mut total_pages: u32 = 0;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
@@ -56,7 +61,8 @@ pub(super) async fn receive(
                     .with_details(json!({"max_files": limits.max_files})));
                 }
                 let filename = clean_filename(field.file_name(), submission.files.len() + 1);
-                let file = receive_file(&mut field, filename, blobs, limits, total_pages).await?;
+                let file = receive_file(&mut field, filename, state, slot, total_pages).await?;
+                made.add(&file.blob);
                 total_pages = total_pages.saturating_add(file.pages);
                 if let Some(first) = submission
                     .files
@@ -119,13 +125,17 @@ pub(super) async fn receive(
 async fn receive_file(
     field: &mut Field<'_>,
     filename: String,
-    blobs: &BlobStore,
-    limits: &IntakeLimits,
+    state: &AppState,
+    slot: &IntakeSlot,
     pages_so_far: u32,
 ) -> Result<ReceivedFile, ApiError> {
-    let mut writer = blobs.writer().await?;
+    let limits = &state.config.limits;
+    let mut writer = state.blobs.writer().await?;
     let checked = match stream_into(field, &mut writer, &filename, limits.max_file_bytes).await {
-        Ok(bytes) => check_file(bytes, &filename, limits, pages_so_far).await,
+        Ok(bytes) => {
+            let budget = state.config.inspect_timeout;
+            check_file(bytes, &filename, limits, pages_so_far, slot, budget).await
+        }
         Err(e) => Err(e),
     };
     let inspection = match checked {

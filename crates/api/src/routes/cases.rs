@@ -7,13 +7,14 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::intake;
 use crate::state::{AppState, IntakeLimits};
+use crate::throttle::IntakeSlots;
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use ironclad_core::role::Role;
 use ironclad_core::{CaseId, CaseStatus, IdempotencyKey};
 use ironclad_store::read::{decode_cursor, encode_cursor, CaseSummary};
@@ -40,9 +41,11 @@ pub fn router(limits: &IntakeLimits) -> Router<AppState> {
         .layer(DefaultBodyLimit::max(limits.max_body_bytes()))
 }
 
-/// `POST /v1/cases` (operator or admin).
+/// `POST /v1/cases` (operator or admin). Beyond `max_concurrent_intakes` running intakes,
+/// answered 503 `busy` at once, before the body is read.
 async fn create_case(
     State(state): State<AppState>,
+    Extension(slots): Extension<IntakeSlots>,
     caller: Caller,
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
@@ -56,7 +59,8 @@ async fn create_case(
             "the body must be multipart/form-data with one or more \"file\" parts",
         )
     })?;
-    let reply = intake::submit(&state, caller.0, key, multipart).await?;
+    let slot = slots.try_acquire()?;
+    let reply = intake::submit(&state, caller.0, key, multipart, slot).await?;
     let mut response = (StatusCode::CREATED, Json(reply.body)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/v1/cases/{}", reply.case_id)) {
         response.headers_mut().insert(header::LOCATION, location);

@@ -1,37 +1,57 @@
-//! Operations endpoints, without authentication: liveness, readiness and Prometheus metrics.
+//! Operations endpoints: liveness and readiness (no authentication), and Prometheus metrics
+//! (open, or behind a bearer token: [`ApiConfig::metrics_token`](crate::ApiConfig)).
 //!
-//! `/metrics` renders the process's recorder and then gauges read at scrape time from
-//! PostgreSQL (outbox, cases and jobs by status) and Redis (pending messages). These gauges
-//! are written as text here rather than through the `metrics` facade, so they are correct
-//! with or without a recorder and never go stale between scrapes; nothing else may register
-//! the same names. A dependency that is down costs its lines only, reported by
-//! `ironclad_scrape_source_up{source=…} 0`.
+//! `/metrics` renders the process's recorder and then gauges read from PostgreSQL (outbox,
+//! cases and jobs by status) and Redis (pending messages). These gauges are written as text
+//! here rather than through the `metrics` facade, so they are correct with or without a
+//! recorder; nothing else may register the same names. A dependency that is down costs its
+//! lines only, reported by `ironclad_scrape_source_up{source=…} 0`.
+//!
+//! The gauges are full-table counts on the pool workers also use to renew leases, so they
+//! are read at most once per [`GAUGE_TTL`] whatever the scrape rate ([`ScrapeCache`]):
+//! concurrent scrapes wait for one read rather than each starting its own, and
+//! `ironclad_scrape_gauges_age_seconds` says how old the figures are.
 
+use crate::auth::bearer_token;
+use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use ironclad_core::{CaseStatus, JobStatus};
 use ironclad_queue::PendingSummary;
 use ironclad_store::metrics::PipelineGauges;
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
 /// How long each dependency gets to answer a probe or a scrape. Kubernetes' default probe
 /// timeout is 1 s and its period 10 s; 2 s each (run in parallel) stays inside a period
 /// while tolerating one slow fsync on a loaded PostgreSQL.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The ops routes.
+/// How long gauges read for one scrape serve the next ones. Prometheus scrapes every 15–60 s
+/// by default; 5 s keeps the figures fresh for any sane scrape interval while capping the
+/// database's cost at one read per 5 s, whatever the number of scrapers.
+pub const GAUGE_TTL: Duration = Duration::from_secs(5);
+
+/// The health routes (never authenticated, never rate limited).
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+}
+
+/// The `/metrics` route. Needs a [`ScrapeCache`] extension ([`crate::router()`] and
+/// [`crate::metrics_router`] install one).
+pub fn metrics_routes() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics))
 }
 
 /// Liveness: the process answers HTTP. Never checks dependencies, so a database outage does
@@ -83,8 +103,67 @@ async fn probe<E: std::fmt::Display>(
     }
 }
 
-/// Prometheus text: the recorder's metrics, then the scrape-time gauges.
-async fn metrics(State(state): State<AppState>) -> Response {
+/// The gauges of one read, shared by the scrapes that follow it for [`GAUGE_TTL`].
+#[derive(Debug, Clone)]
+struct Scraped {
+    at: Instant,
+    db: Option<PipelineGauges>,
+    pending: Option<PendingSummary>,
+}
+
+/// The last gauge read of one application. Cheap to clone; clones share it.
+///
+/// The lock is held across the read on purpose: that is the single flight. A scrape that
+/// finds the figures stale reads them while the others wait (at most [`PROBE_TIMEOUT`]), then
+/// they all answer from that one read. A failed read is kept as well, so a database that is
+/// down is not asked again by every scrape either.
+#[derive(Debug, Clone, Default)]
+pub struct ScrapeCache(Arc<tokio::sync::Mutex<Option<Scraped>>>);
+
+impl ScrapeCache {
+    /// An empty cache: the first scrape reads.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    async fn get(&self, state: &AppState) -> Scraped {
+        let mut last = self.0.lock().await;
+        if let Some(scraped) = last.as_ref().filter(|s| s.at.elapsed() < GAUGE_TTL) {
+            return scraped.clone();
+        }
+        let gauges = read("postgres", state.store.pipeline_gauges());
+        let pending = async {
+            match &state.queue {
+                Some(queue) => read("redis", queue.pending_summary()).await,
+                None => None,
+            }
+        };
+        let (db, pending) = tokio::join!(gauges, pending);
+        let scraped = Scraped {
+            at: Instant::now(),
+            db,
+            pending,
+        };
+        *last = Some(scraped.clone());
+        scraped
+    }
+}
+
+/// Prometheus text: the recorder's metrics, then the gauges (at most [`GAUGE_TTL`] old).
+async fn metrics(
+    State(state): State<AppState>,
+    Extension(cache): Extension<ScrapeCache>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if let Some(expected) = state.config.metrics_token.as_deref() {
+        if !bearer_token(&headers).is_some_and(|given| tokens_match(given, expected)) {
+            return Err(ApiError::client(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing or invalid metrics token",
+            ));
+        }
+    }
     let mut text = state
         .metrics
         .as_ref()
@@ -93,23 +172,35 @@ async fn metrics(State(state): State<AppState>) -> Response {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    let gauges = read("postgres", state.store.pipeline_gauges());
-    let pending = async {
-        match &state.queue {
-            Some(queue) => read("redis", queue.pending_summary()).await,
-            None => None,
-        }
-    };
-    let (gauges, pending) = tokio::join!(gauges, pending);
-    write_scrape_gauges(&mut text, gauges.as_ref(), pending, state.queue.is_some());
-    (
+    let scraped = cache.get(&state).await;
+    write_scrape_gauges(
+        &mut text,
+        scraped.db.as_ref(),
+        scraped.pending,
+        state.queue.is_some(),
+    );
+    single(
+        &mut text,
+        "ironclad_scrape_gauges_age_seconds",
+        "Age of the database and stream gauges above (they are read at most every 5 s).",
+        scraped.at.elapsed().as_secs_f64(),
+    );
+    Ok((
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         text,
     )
-        .into_response()
+        .into_response())
+}
+
+/// Whether the presented token is the configured one, in time independent of where they
+/// differ: both are hashed first, so even their lengths stay private.
+fn tokens_match(given: &str, expected: &str) -> bool {
+    let given = Sha256::digest(given.as_bytes());
+    let expected = Sha256::digest(expected.as_bytes());
+    given.as_slice().ct_eq(expected.as_slice()).into()
 }
 
 /// The value of `read` if it answers within [`PROBE_TIMEOUT`]; `None` (logged) otherwise.
@@ -294,6 +385,14 @@ mod tests {
         assert!(out.contains("ironclad_stream_pending 4\n"));
         assert!(out.contains("ironclad_stream_oldest_pending_age_seconds 2.5\n"));
         assert!(out.contains("ironclad_scrape_source_up{source=\"redis\"} 1\n"));
+    }
+
+    #[test]
+    fn tokens_match_exactly() {
+        assert!(tokens_match("s3cret", "s3cret"));
+        assert!(!tokens_match("s3cre", "s3cret"));
+        assert!(!tokens_match("s3cret ", "s3cret"));
+        assert!(!tokens_match("", "s3cret"));
     }
 
     #[test]

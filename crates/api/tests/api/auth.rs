@@ -103,3 +103,60 @@ async fn another_tenants_case_is_indistinguishable_from_none() -> anyhow::Result
     app.stop().await;
     Ok(())
 }
+
+/// Anonymous load stays off PostgreSQL: a key without the shape of a real key is refused
+/// unread, and a well-formed unknown key is looked up once, then remembered — even when the
+/// requests arrive together.
+#[tokio::test]
+async fn unknown_keys_cost_at_most_one_query() -> anyhow::Result<()> {
+    let app = TestApp::spawn_counted(ironclad_api::ApiConfig::default()).await?;
+    let unknown = format!("ick_{}", "0123456789abcdef".repeat(3));
+    assert_ne!(unknown, app.key);
+
+    let before = app.queries();
+    let together = futures::future::join_all((0..10).map(|_| app.get("/v1/cases", Some(&unknown))));
+    for answer in together.await {
+        let answer = answer?;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{}", answer.text());
+        assert_eq!(answer.code(), "unauthorized");
+    }
+    for _ in 0..10 {
+        let answer = app.get("/v1/cases", Some(&unknown)).await?;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    }
+    let spent = app.queries() - before;
+    assert!(
+        spent <= 1,
+        "20 requests with one unknown key ran {spent} statements"
+    );
+
+    let before = app.queries();
+    for junk in [
+        "ick_not_a_real_key",
+        "ick_0123456789ABCDEF0123456789abcdef0123456789abcdef",
+        "ick_0123456789abcdef0123456789abcdef0123456789abcde",
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123",
+    ] {
+        for _ in 0..5 {
+            let answer = app.get("/v1/cases", Some(junk)).await?;
+            assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{junk}");
+            assert_eq!(answer.code(), "unauthorized");
+        }
+    }
+    assert_eq!(
+        app.queries() - before,
+        0,
+        "malformed keys are refused unread"
+    );
+
+    // A real key still works, and is looked up once for several requests (a malformed case
+    // id is answered 404 without reading anything, so only the key lookup is counted).
+    let before = app.queries();
+    for _ in 0..5 {
+        let answer = app.get("/v1/cases/not-a-uuid", Some(&app.key)).await?;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.text());
+    }
+    assert_eq!(app.queries() - before, 1, "one lookup for five requests");
+    app.stop().await;
+    Ok(())
+}

@@ -13,6 +13,8 @@ use reqwest::header::HeaderMap;
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde_json::Value;
+use sqlx::postgres::PgPoolOptions;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -86,6 +88,12 @@ pub struct TestApp {
     pub tenant: TenantId,
     /// An operator key of `tenant`.
     pub key: String,
+    /// What the server was given (to serve it again elsewhere, e.g. metrics on their own
+    /// listener).
+    pub state: AppState,
+    /// Connections the server's store handed out: one per statement the API ran. Counted
+    /// only for apps made by [`TestApp::spawn_counted`]; zero otherwise.
+    pub acquired: Arc<AtomicUsize>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
     _blob_dir: tempfile::TempDir,
@@ -105,14 +113,43 @@ impl TestApp {
     }
 
     pub async fn spawn_full(config: ApiConfig, queue: Option<Queue>) -> anyhow::Result<Self> {
+        Self::spawn_inner(config, queue, false).await
+    }
+
+    /// Like [`TestApp::spawn_with`], with a server whose store counts in `acquired` every
+    /// connection it hands out, i.e. every statement the API sends to PostgreSQL. (Seeding
+    /// through `db.store` is not counted.)
+    pub async fn spawn_counted(config: ApiConfig) -> anyhow::Result<Self> {
+        let queue = Queue::connect(&redis_url(), StreamConfig::with_prefix(&redis_prefix()))
+            .await
+            .context("connecting to the shared redis")?;
+        Self::spawn_inner(config, Some(queue), true).await
+    }
+
+    /// Acquisitions counted so far (see [`TestApp::spawn_counted`]).
+    pub fn queries(&self) -> usize {
+        self.acquired.load(Ordering::SeqCst)
+    }
+
+    async fn spawn_inner(
+        config: ApiConfig,
+        queue: Option<Queue>,
+        counted: bool,
+    ) -> anyhow::Result<Self> {
         let db = TestDb::new().await?;
         let blob_dir = tempfile::tempdir()?;
         let blobs = BlobStore::open(blob_dir.path())?;
         let faults = Faults::none();
         let tenant = db.store.create_tenant("tenant-a").await?;
         let key = db.store.create_api_key(tenant, Role::Operator).await?.raw;
+        let acquired = Arc::new(AtomicUsize::new(0));
+        let store = if counted {
+            counting_store(&db.url, &acquired).await?
+        } else {
+            db.store.clone()
+        };
         let state = AppState {
-            store: db.store.clone(),
+            store,
             blobs: blobs.clone(),
             queue,
             config: Arc::new(config),
@@ -122,7 +159,7 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (tx, rx) = oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, state, async {
+        let server = tokio::spawn(serve(listener, state.clone(), async {
             let _ = rx.await;
         }));
         Ok(Self {
@@ -133,6 +170,8 @@ impl TestApp {
             client: reqwest::Client::new(),
             tenant,
             key,
+            state,
+            acquired,
             shutdown: Some(tx),
             server: Some(server),
             _blob_dir: blob_dir,
@@ -212,8 +251,56 @@ impl TestApp {
         if let Some(server) = self.server.take() {
             let _ = server.await;
         }
+        self.state.store.pool().close().await;
         self.db.drop_database().await;
     }
+
+    /// Every blob in the store (keys), wherever it came from.
+    pub fn blob_keys(&self) -> anyhow::Result<Vec<String>> {
+        let mut keys = Vec::new();
+        let root = self.blobs.root().to_path_buf();
+        let mut dirs = vec![root.join("sha256")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir)? {
+                let path = entry?.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(rel) = path.strip_prefix(&root) {
+                    keys.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+/// A store on `url` whose pool counts in `acquired` every connection it hands out: new ones
+/// (`after_connect`) and reused ones (`before_acquire`).
+async fn counting_store(
+    url: &str,
+    acquired: &Arc<AtomicUsize>,
+) -> anyhow::Result<ironclad_store::Store> {
+    let (on_connect, on_acquire) = (acquired.clone(), acquired.clone());
+    let pool = PgPoolOptions::new()
+        .max_connections(8)
+        .after_connect(move |_, _| {
+            on_connect.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        })
+        .before_acquire(move |_, _| {
+            on_acquire.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(true) })
+        })
+        .connect(url)
+        .await?;
+    Ok(ironclad_store::Store::from_pool(pool))
+}
+
+/// The blob key of `bytes`.
+pub fn blob_key(bytes: &[u8]) -> String {
+    let hex = sha256_hex(bytes);
+    format!("sha256/{}/{}/{hex}", &hex[0..2], &hex[2..4])
 }
 
 /// A multipart form with one `file` part per entry (an empty name sends no file name).

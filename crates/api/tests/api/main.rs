@@ -11,14 +11,21 @@
 //! - `auth`: 401/403, and tenant isolation that cannot be probed.
 //! - `faults`: a failure after the blob writes leaves no case, and the sweep collects the orphan.
 //! - `reads`: keyset listing and its parameter checks.
-//! - `ops`: healthz, readyz (up and down), metrics, JSON 404/405, the request deadline.
+//! - `ops`: healthz, readyz (up and down), metrics (cached gauges, token, own listener), JSON
+//!   404/405, the request deadline.
+//! - `throttle`: per-key and per-address rates (429 + Retry-After), the health probes exempt.
+//! - `load`: the cap on concurrent intakes (503 busy) and the inspection time budget.
+//! - `cleanup`: a failed or abandoned intake deletes the blobs it created, at once.
 
 mod auth;
+mod cleanup;
 mod faults;
 mod file_types;
 mod helpers;
 mod idempotency;
 mod intake;
 mod limits;
+mod load;
 mod ops;
 mod reads;
+mod throttle;

@@ -169,3 +169,94 @@ async fn a_stalled_upload_times_out_with_json() -> anyhow::Result<()> {
     app.stop().await;
     Ok(())
 }
+
+/// The gauges are full-table counts: 50 scrapes at once cost one read (three statements),
+/// not fifty, and a scrape within the next 5 s reads nothing.
+#[tokio::test]
+async fn concurrent_scrapes_share_one_gauge_read() -> anyhow::Result<()> {
+    let app = TestApp::spawn_counted(ApiConfig::default()).await?;
+    let before = app.queries();
+    let scrapes = futures::future::join_all((0..50).map(|_| app.get("/metrics", None))).await;
+    for scrape in scrapes {
+        let scrape = scrape?;
+        assert_eq!(scrape.status, StatusCode::OK, "{}", scrape.text());
+        assert!(scrape.text().contains("ironclad_outbox_pending 0"));
+        assert!(scrape.text().contains("ironclad_scrape_gauges_age_seconds"));
+    }
+    let again = app.get("/metrics", None).await?;
+    assert_eq!(again.status, StatusCode::OK);
+    let spent = app.queries() - before;
+    assert!(
+        spent <= 3,
+        "51 scrapes ran {spent} statements; one gauge read is 3"
+    );
+    app.stop().await;
+    Ok(())
+}
+
+/// With a token configured, a scrape without it (or with another) is a JSON 401; the health
+/// probes stay open.
+#[tokio::test]
+async fn a_metrics_token_guards_the_scrape() -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        metrics_token: Some("scrape-s3cret".into()),
+        ..ApiConfig::default()
+    })
+    .await?;
+    let bare = app.get("/metrics", None).await?;
+    assert_eq!(bare.status, StatusCode::UNAUTHORIZED, "{}", bare.text());
+    assert_eq!(bare.code(), "unauthorized");
+    assert_eq!(bare.header("www-authenticate").as_deref(), Some("Bearer"));
+    assert!(!bare.text().contains("ironclad_"), "{}", bare.text());
+    let wrong = app.get("/metrics", Some("scrape-s3cret2")).await?;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let api_key = app.get("/metrics", Some(&app.key)).await?;
+    assert_eq!(
+        api_key.status,
+        StatusCode::UNAUTHORIZED,
+        "an API key is no scrape token"
+    );
+    let right = app.get("/metrics", Some("scrape-s3cret")).await?;
+    assert_eq!(right.status, StatusCode::OK, "{}", right.text());
+    assert!(right.text().contains("ironclad_outbox_pending 0"));
+    assert_eq!(app.get("/healthz", None).await?.status, StatusCode::OK);
+    assert_eq!(app.get("/readyz", None).await?.status, StatusCode::OK);
+    app.stop().await;
+    Ok(())
+}
+
+/// `/metrics` moves to a listener of its own: there it is served (with the same token rule),
+/// and the API's listener no longer knows the route.
+#[tokio::test]
+async fn metrics_can_be_served_on_their_own_listener() -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        metrics_on_api_listener: false,
+        ..ApiConfig::default()
+    })
+    .await?;
+    let on_api = app.get("/metrics", None).await?;
+    assert_eq!(on_api.status, StatusCode::NOT_FOUND, "{}", on_api.text());
+    assert_eq!(on_api.code(), "not_found");
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(ironclad_api::serve_metrics(
+        listener,
+        app.state.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let scrape = app.client.get(format!("{base}/metrics")).send().await?;
+    assert_eq!(scrape.status(), StatusCode::OK);
+    let text = scrape.text().await?;
+    assert!(text.contains("ironclad_outbox_pending 0"), "{text}");
+    assert!(text.contains("ironclad_scrape_source_up{source=\"postgres\"} 1"));
+    let other = app.client.get(format!("{base}/v1/cases")).send().await?;
+    assert_eq!(other.status(), StatusCode::NOT_FOUND, "only metrics there");
+    let _ = stop.send(());
+    server.await??;
+    app.stop().await;
+    Ok(())
+}
