@@ -16,12 +16,17 @@ fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-/// The child environment for one phase's database, blob directory and stream prefix.
+/// The child environment for one phase's database, blob directory and stream prefix. The
+/// bench measures capacity, so the load-shedding limits meant for untrusted clients are off
+/// (every bench client shares one key and one address) and the intake cap fits its clients.
 fn phase_env(ctx: &Ctx, db: &TestDb, blob_dir: &std::path::Path, prefix: &str) -> server::ChildEnv {
     ctx.env
         .with("DATABASE_URL", &db.url)
         .with("IRONCLAD_BLOB_DIR", blob_dir.display().to_string())
         .with("IRONCLAD_STREAM_PREFIX", prefix)
+        .with("IRONCLAD_KEY_RATE_LIMIT", "0")
+        .with("IRONCLAD_ADDRESS_RATE_LIMIT", "0")
+        .with("IRONCLAD_MAX_CONCURRENT_INTAKES", "256")
 }
 
 /// The server's own view from `/metrics`: for each label set of the histogram `name`, the

@@ -210,6 +210,31 @@ pub struct RoleSettings {
     /// Most pages per case.
     #[arg(long, env = "IRONCLAD_MAX_PAGES", default_value_t = 500)]
     pub max_pages: u32,
+    /// Intake requests one process handles at once; one more is answered 503 `busy`.
+    #[arg(long, env = "IRONCLAD_MAX_CONCURRENT_INTAKES", default_value_t = 32)]
+    pub max_concurrent_intakes: usize,
+    /// Longest inspection of one uploaded file (then 413 `document_too_large`).
+    #[arg(long, env = "IRONCLAD_INSPECT_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub inspect_timeout: Duration,
+    /// Requests per second per API key (0 disables the limit).
+    #[arg(long, env = "IRONCLAD_KEY_RATE_LIMIT", default_value_t = 200)]
+    pub key_rate_limit: u32,
+    /// Burst allowed per API key above its rate.
+    #[arg(long, env = "IRONCLAD_KEY_RATE_BURST", default_value_t = 400)]
+    pub key_rate_burst: u32,
+    /// Requests per second per client address, bad keys included (0 disables the limit).
+    #[arg(long, env = "IRONCLAD_ADDRESS_RATE_LIMIT", default_value_t = 100)]
+    pub address_rate_limit: u32,
+    /// Burst allowed per client address above its rate.
+    #[arg(long, env = "IRONCLAD_ADDRESS_RATE_BURST", default_value_t = 200)]
+    pub address_rate_burst: u32,
+    /// Bearer token a scrape of `/metrics` must present (default: none, open).
+    #[arg(long, env = "IRONCLAD_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+    /// Serve `/metrics` on this address instead of the API listener (any role may set it, so
+    /// workers and dispatchers can be scraped too).
+    #[arg(long, env = "IRONCLAD_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
 }
 
 impl RoleSettings {

@@ -71,9 +71,10 @@ pub struct ApiConfig {
     /// `Idempotency-Key`).
     pub request_timeout: Duration,
     /// Intake requests handled at once by this process; one more is answered 503 `busy` with
-    /// `Retry-After` at once rather than queued. Default 8. Each intake holds at most one file
-    /// in memory, so file buffers stay below about `max_concurrent_intakes × max_file_bytes`
-    /// (default 8 × 25 MiB = 200 MiB, plus the parser's working memory). 0 counts as 1.
+    /// `Retry-After` at once rather than queued. Default 32: a small intake takes ~20 ms, so
+    /// 32 slots carry ~1,500 cases/s. Each intake holds at most one file in memory, so file
+    /// buffers stay below about `max_concurrent_intakes × max_file_bytes` (default 32 × 25 MiB
+    /// = 800 MiB, plus the parser's working memory). 0 counts as 1.
     pub max_concurrent_intakes: usize,
     /// Longest time one file's inspection (type, structure, page count) may take; past it the
     /// file is refused 413 `document_too_large`. Default 20 s: an honest 25 MiB PDF takes well
@@ -96,6 +97,10 @@ pub struct ApiConfig {
     /// Whether the API listener serves `/metrics` (default true). Set false when metrics are
     /// served on their own listener ([`crate::serve_metrics`]); the API then answers 404.
     pub metrics_on_api_listener: bool,
+    /// The workflow a case that names none runs under. Intake pins every case to the newest
+    /// stored version of its workflow, so all its sources are read under one version even
+    /// during a rolling restart; `None` leaves the pin to the first worker that reads it.
+    pub default_workflow: Option<String>,
 }
 
 impl Default for ApiConfig {
@@ -104,12 +109,13 @@ impl Default for ApiConfig {
             limits: IntakeLimits::default(),
             max_attempts: RetryPolicy::default().max_attempts,
             request_timeout: Duration::from_secs(60),
-            max_concurrent_intakes: 8,
+            max_concurrent_intakes: 32,
             inspect_timeout: Duration::from_secs(20),
             key_rate_limit: RateLimit::new(200, 400),
             address_rate_limit: RateLimit::new(100, 200),
             metrics_token: None,
             metrics_on_api_listener: true,
+            default_workflow: None,
         }
     }
 }
@@ -129,6 +135,7 @@ impl std::fmt::Debug for ApiConfig {
                 &self.metrics_token.as_ref().map(|_| "<redacted>"),
             )
             .field("metrics_on_api_listener", &self.metrics_on_api_listener)
+            .field("default_workflow", &self.default_workflow)
             .finish()
     }
 }

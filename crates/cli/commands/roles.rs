@@ -3,7 +3,7 @@
 use super::{connect_store, redact};
 use crate::config::{Connections, RoleSettings};
 use anyhow::Context;
-use ironclad_api::{ApiConfig, AppState, IntakeLimits};
+use ironclad_api::{ApiConfig, AppState, IntakeLimits, RateLimit};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_queue::{Queue, StreamConfig};
@@ -144,28 +144,58 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
 
+    // The workflow of cases that name none, stored (idempotently) so that intake can pin
+    // cases to a version before any worker has started.
+    let default_workflow = if roles.api || roles.worker {
+        Some(load_configured_workflow(&store, s).await?)
+    } else {
+        None
+    };
+    let state = AppState {
+        store: store.clone(),
+        blobs: blobs.clone(),
+        queue: Some(queue.clone()),
+        config: Arc::new(ApiConfig {
+            limits: IntakeLimits {
+                max_file_bytes: s.max_file_bytes,
+                max_files: s.max_files,
+                max_total_pages: s.max_pages,
+            },
+            max_attempts: s.max_attempts,
+            max_concurrent_intakes: s.max_concurrent_intakes,
+            inspect_timeout: s.inspect_timeout,
+            key_rate_limit: RateLimit::new(s.key_rate_limit, s.key_rate_burst),
+            address_rate_limit: RateLimit::new(s.address_rate_limit, s.address_rate_burst),
+            metrics_token: s.metrics_token.clone().filter(|t| !t.is_empty()),
+            metrics_on_api_listener: s.metrics_listen.is_none(),
+            default_workflow,
+            ..ApiConfig::default()
+        }),
+        metrics: Some(metrics.clone()),
+        faults: faults.clone(),
+    };
+    if let Some(address) = &s.metrics_listen {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("binding the metrics listener {address}"))?;
+        tracing::info!(listen = %address, "metrics listening");
+        let (state, stop) = (state.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let stopped = async move { stop.cancelled().await };
+            if let Err(err) = ironclad_api::serve_metrics(listener, state, stopped).await {
+                tracing::error!(error = %err, "metrics server stopped");
+            }
+        });
+    }
     if roles.api {
         let listener = tokio::net::TcpListener::bind(&s.listen)
             .await
             .with_context(|| format!("binding {}", s.listen))?;
         tracing::info!(listen = %s.listen, "HTTP API listening");
-        let state = AppState {
-            store: store.clone(),
-            blobs: blobs.clone(),
-            queue: Some(queue.clone()),
-            config: Arc::new(ApiConfig {
-                limits: IntakeLimits {
-                    max_file_bytes: s.max_file_bytes,
-                    max_files: s.max_files,
-                    max_total_pages: s.max_pages,
-                },
-                max_attempts: s.max_attempts,
-                ..ApiConfig::default()
-            }),
-            metrics: Some(metrics.clone()),
-            faults: faults.clone(),
-        };
-        let stop = shutdown.clone();
+        if s.metrics_listen.is_none() && s.metrics_token.is_none() && !is_loopback(&s.listen) {
+            tracing::warn!(listen = %s.listen, "/metrics is open to anyone who can reach this address; set IRONCLAD_METRICS_TOKEN or IRONCLAD_METRICS_LISTEN");
+        }
+        let (state, stop) = (state.clone(), shutdown.clone());
         tasks.spawn(async move {
             if let Err(err) =
                 ironclad_api::serve(listener, state, async move { stop.cancelled().await }).await
@@ -244,13 +274,7 @@ async fn build_processor(
             .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor))?;
         return Ok((processor, None));
     }
-    let yaml = match &s.workflow {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading workflow {}", path.display()))?,
-        None => super::documents::DEFAULT_WORKFLOW_YAML.to_owned(),
-    };
-    let workflow = ironclad_extract::Workflow::from_yaml(&yaml)
-        .map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
+    let (yaml, workflow) = configured_workflow(s)?;
     let name = workflow.spec().name.clone();
     let (version, _) = store
         .load_workflow(&name, &yaml)
@@ -335,6 +359,39 @@ async fn build_processor(
         )),
         Some(catalog),
     ))
+}
+
+/// The workflow file this process is configured with (`IRONCLAD_WORKFLOW`, else the built-in
+/// trade workflow), parsed.
+fn configured_workflow(s: &RoleSettings) -> anyhow::Result<(String, ironclad_extract::Workflow)> {
+    let yaml = match &s.workflow {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading workflow {}", path.display()))?,
+        None => super::documents::DEFAULT_WORKFLOW_YAML.to_owned(),
+    };
+    let workflow = ironclad_extract::Workflow::from_yaml(&yaml)
+        .map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
+    Ok((yaml, workflow))
+}
+
+/// Stores the configured workflow (a new version only if its text changed) and returns its
+/// name.
+async fn load_configured_workflow(store: &Store, s: &RoleSettings) -> anyhow::Result<String> {
+    let (yaml, workflow) = configured_workflow(s)?;
+    let name = workflow.spec().name.clone();
+    store
+        .load_workflow(&name, &yaml)
+        .await
+        .context("storing the workflow")?;
+    Ok(name)
+}
+
+/// Whether a listen address is a loopback one (`127.0.0.1:8080`, `[::1]:8080`, `localhost:…`).
+fn is_loopback(listen: &str) -> bool {
+    match listen.parse::<std::net::SocketAddr>() {
+        Ok(addr) => addr.ip().is_loopback(),
+        Err(_) => listen.starts_with("localhost:"),
+    }
 }
 
 /// Fault points armed by `IRONCLAD_FAULTS` (`point=abort|error|sleep:5s[*count]`, comma

@@ -154,3 +154,67 @@ async fn redis_restart_without_persistence_mid_flight_loses_nothing() -> anyhow:
     p.finish().await;
     Ok(())
 }
+
+/// Issue 7, defect 9: a backlog that waits in the stream is not lost, and must not be
+/// announced again. 200 due jobs are published while no worker runs; the reconciler sweeps for
+/// five times its re-announce window: not one job gets a second outbox row (each sweep reports
+/// them still queued). Then the stream itself is lost (as FLUSHALL loses it): the next sweep
+/// announces each job exactly once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_waiting_in_the_stream_is_never_announced_again() -> anyhow::Result<()> {
+    let p = Pipeline::start().await?;
+    const JOBS: i64 = 200;
+    for _ in 0..JOBS {
+        p.submit_case(1).await?;
+    }
+    let dispatcher = p.dispatcher().await?;
+    let mut published = 0;
+    while published < JOBS as u64 {
+        published += dispatcher.tick().await?.published;
+    }
+    let reconciler = p.reconciler().await?;
+    let most_rows_per_job =
+        "SELECT coalesce(max(n), 0) FROM (SELECT job_id, count(*) n FROM outbox GROUP BY 1) t";
+
+    let until = std::time::Instant::now() + p.config.reemit_after * 5;
+    let (mut sweeps, mut still_queued) = (0, 0);
+    while std::time::Instant::now() < until {
+        let report = reconciler.sweep().await?;
+        assert_eq!(
+            report.reemitted, 0,
+            "sweep {sweeps} announced a waiting job again"
+        );
+        still_queued = still_queued.max(report.still_queued);
+        sweeps += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        p.count(most_rows_per_job).await?,
+        1,
+        "after {sweeps} sweeps"
+    );
+    assert_eq!(
+        still_queued, JOBS as u64,
+        "every job was looked at and found waiting"
+    );
+
+    // The stream is gone: every job is announced once, and only once.
+    let _: () = redis::cmd("DEL")
+        .arg(&p.streams.stream)
+        .query_async(
+            &mut redis::Client::open(p.redis_url.as_str())?
+                .get_multiplexed_async_connection()
+                .await?,
+        )
+        .await?;
+    assert_eq!(reconciler.sweep().await?.reemitted, JOBS as u64);
+    assert_eq!(reconciler.sweep().await?.reemitted, 0);
+    assert_eq!(p.count(most_rows_per_job).await?, 2);
+    assert_eq!(
+        p.count("SELECT count(*) FROM outbox WHERE status = 'PENDING'")
+            .await?,
+        JOBS
+    );
+    p.finish().await;
+    Ok(())
+}

@@ -228,3 +228,101 @@ async fn one_failed_source_fails_the_case_but_not_its_sibling() -> anyhow::Resul
     p.finish().await;
     Ok(())
 }
+
+/// Issue 7, defect 3: a requeued job gets a fresh retry budget. Its attempts ran out on
+/// retryable errors; the operator requeues it; its next retryable error schedules a retry (with
+/// the first backoff delay again) instead of failing it for good, and the failure it may end
+/// with is requeueable again.
+#[tokio::test]
+async fn a_requeued_job_retries_with_a_fresh_budget() -> anyhow::Result<()> {
+    let p = Pipeline::start().await?;
+    let case = p.submit_case(1).await?;
+    let id = source_jobs(&p, case).await?[0];
+    let dispatcher = p.dispatcher().await?;
+    // Three failing calls exhaust the first budget; the fourth fails again after the requeue;
+    // the fifth succeeds.
+    let processor = Rigged::new(|_, n| {
+        if n <= 4 {
+            Act::Retryable(format!("provider answered 503 (call {n})"))
+        } else {
+            Act::Succeed
+        }
+    });
+    let worker = p.worker("w1", processor.clone()).await?;
+
+    assert_eq!(dispatcher.tick().await?.published, 1);
+    assert_eq!(worker.poll_once().await?, vec![Handled::RetryScheduled]);
+    for _ in 0..2 {
+        publish_when_due(&dispatcher, Duration::from_secs(10)).await?;
+        worker.poll_once().await?;
+    }
+    let row = job(&p, id).await?;
+    assert_eq!((row.status.as_str(), row.attempt), ("FAILED", 3));
+
+    assert_eq!(p.store().requeue_dead_lettered_jobs("operator").await?, 1);
+    let row = job(&p, id).await?;
+    assert_eq!(
+        (row.status.as_str(), row.attempt, row.max_attempts),
+        ("PENDING", 3, 6)
+    );
+    assert_eq!(dispatcher.tick().await?.published, 1);
+    assert_eq!(
+        worker.poll_once().await?,
+        vec![Handled::RetryScheduled],
+        "the first failure after a requeue is retried"
+    );
+    let delay: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM next_attempt_at - updated_at)::float8 FROM jobs WHERE id = $1",
+    )
+    .bind(id.0)
+    .fetch_one(p.store().pool())
+    .await?;
+    let first = p.config.retry.delays[0].as_secs_f64();
+    assert!(
+        (delay - first).abs() < 0.05,
+        "the backoff restarts with the new budget: waited {delay}s, first delay {first}s"
+    );
+    publish_when_due(&dispatcher, Duration::from_secs(10)).await?;
+    assert_eq!(worker.poll_once().await?, vec![Handled::Succeeded]);
+    drive(&p, &dispatcher, &worker, case).await?;
+    assert_eq!(p.case_status(case).await?, "AWAITING_REVIEW");
+    assert_eq!(processor.calls(), 5);
+    p.finish().await;
+    Ok(())
+}
+
+/// Issue 7, defect 4: a result PostgreSQL refuses for good (here a NUL in the job's summary,
+/// which `jsonb` cannot hold) fails the job at once with that cause, code `result_rejected`.
+/// It used to be read again on every redelivery and end as "worker lost".
+#[tokio::test]
+async fn a_result_the_database_refuses_fails_the_job_with_its_cause() -> anyhow::Result<()> {
+    let p = Pipeline::start().await?;
+    let case = p.submit_case(1).await?;
+    let id = source_jobs(&p, case).await?[0];
+    let dispatcher = p.dispatcher().await?;
+    let processor =
+        Rigged::new(|_, _| Act::SucceedWith(serde_json::json!({ "text": "Ship\u{0}per" })));
+    let worker = p.worker("w1", processor.clone()).await?;
+
+    assert_eq!(
+        drive(&p, &dispatcher, &worker, case).await?,
+        vec![Handled::Failed]
+    );
+    let row = job(&p, id).await?;
+    assert_eq!((row.status.as_str(), row.attempt), ("FAILED", 1));
+    let detail = row.last_error.unwrap_or_default();
+    assert!(
+        detail.starts_with("the result could not be stored")
+            && detail.contains("unsupported Unicode escape sequence"),
+        "{detail}"
+    );
+    let code = FailureCode::ResultRejected;
+    assert_eq!(
+        case_row(&p, case).await?,
+        ("FAILED".to_owned(), Some(code.message().to_owned()))
+    );
+    assert_eq!(processor.calls(), 1, "read once, not once per redelivery");
+    assert_eq!(p.queue("probe").await?.pending_summary().await?.count, 0);
+    p.finish().await;
+    Ok(())
+}

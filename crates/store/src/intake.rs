@@ -38,6 +38,9 @@ pub struct NewCase {
     pub external_reference: Option<String>,
     /// Requested workflow, if any.
     pub workflow: Option<String>,
+    /// The workflow version the case is pinned to (the newest of its workflow at intake);
+    /// `None` leaves the pin to the first worker that reads a source.
+    pub workflow_id: Option<Uuid>,
     /// Client's idempotency key, if any.
     pub idempotency_key: Option<String>,
     /// Digest of the request's meaningful content.
@@ -75,12 +78,12 @@ pub struct StoredSubmission {
 /// One statement, so it is atomic without an explicit transaction and costs one round trip.
 /// Parameters: $1 case id, $2 tenant, $3 external ref, $4 workflow, $5..$11 source columns,
 /// $12 job ids, $13 max attempts, $14..$16 outbox ids/keys/payloads, $17 actor, $18 audit data,
-/// $19 submission id, $20 idempotency key, $21 fingerprint, $22 response.
+/// $19 submission id, $20 idempotency key, $21 fingerprint, $22 response, $23 workflow version.
 /// A reused idempotency key aborts the whole statement on the unique constraint.
 const INTAKE_COMMIT: &str = r#"
 WITH new_case AS (
-    INSERT INTO cases (id, tenant_id, external_reference, workflow, status)
-    VALUES ($1, $2, $3, $4, 'INGESTED')
+    INSERT INTO cases (id, tenant_id, external_reference, workflow, status, workflow_id)
+    VALUES ($1, $2, $3, $4, 'INGESTED', $23)
     RETURNING id
 ), new_sources AS (
     INSERT INTO sources (id, case_id, filename, sha256, media_type, size_bytes, pages, blob_key)
@@ -192,6 +195,7 @@ impl Store {
             .bind(&case.idempotency_key)
             .bind(&case.fingerprint)
             .bind(&case.response)
+            .bind(case.workflow_id)
             .execute(self.pool())
             .await
             .map_err(StoreError::from);

@@ -3,7 +3,7 @@
 //! Every statement that ends a run carries the lease token the claim handed out, so a worker
 //! whose lease expired (and whose job another worker rescued) cannot overwrite the outcome.
 
-use crate::{secs, Store, StoreResult, Transition};
+use crate::{secs, Store, StoreError, StoreResult, Transition};
 use ironclad_core::decision::NO_RULESET_SUMMARY;
 use ironclad_core::outbox::job_message_key;
 use ironclad_core::{CaseId, Envelope, FailureCode, JobId, JobKind, JobStatus, SourceId};
@@ -224,7 +224,10 @@ macro_rules! fail_jobs_sql {
                     updated_at = now()
                 FROM failed f
                 WHERE c.id = f.case_id AND c.generation = f.generation
-                  AND c.status IN ('INGESTED', 'PROCESSING')
+                  AND (c.status IN ('INGESTED', 'PROCESSING')
+                    -- a file that cannot be read is the reason that stays: a requeue cannot
+                    -- cure it, whereas the technical failure it replaces may be requeued
+                    OR (c.status = 'FAILED' AND $5::text = 'document_unreadable'))
                 RETURNING c.id
             )
             INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data)
@@ -309,6 +312,9 @@ impl Failure {
         }
     }
 }
+
+/// The constraint a concurrently taken decision version violates.
+const DECISION_VERSION_CONSTRAINT: &str = "decisions_case_id_version_key";
 
 /// What finishing a finalize job did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -624,8 +630,25 @@ impl Store {
         Ok(failed)
     }
 
-    /// Completes a finalize job: writes the generation's decision exactly once.
+    /// Completes a finalize job: writes the generation's decision exactly once. A decision
+    /// version taken meanwhile by a writer that did not hold the case lock is a conflict: the
+    /// whole transaction is tried again (it then takes the next version), never skipped.
     pub async fn finalize_case(&self, job: &ClaimedJob) -> StoreResult<FinalizeOutcome> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.finalize_case_once(job).await {
+                Err(StoreError::Conflict { constraint })
+                    if constraint == DECISION_VERSION_CONSTRAINT && tries < 3 =>
+                {
+                    tracing::warn!(job_id = %job.id, "decision version taken concurrently; writing the next one");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn finalize_case_once(&self, job: &ClaimedJob) -> StoreResult<FinalizeOutcome> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(CASE_LOCK)
             .bind(job.case_id.0)

@@ -72,8 +72,10 @@ pub struct JobView {
     pub lease_owner: Option<String>,
     /// Lease expiry (RUNNING).
     pub lease_expires_at: Option<DateTime<Utc>>,
-    /// Last error, if any.
+    /// Last error, if any: operator detail (may name hosts and paths), never shown to tenants.
     pub last_error: Option<String>,
+    /// Stable failure code of a FAILED job (see `ironclad_core::FailureCode`).
+    pub error_code: Option<String>,
     /// When it was dead-lettered, if it was.
     pub dead_lettered_at: Option<DateTime<Utc>>,
     /// Step result.
@@ -225,8 +227,8 @@ const CASE_SOURCES: &str =
      FROM sources WHERE case_id = $1 ORDER BY created_at, id";
 const CASE_JOBS: &str =
     "SELECT id, kind, source_id, status, generation, attempt, max_attempts, next_attempt_at, \
-     lease_owner, lease_expires_at, last_error, dead_lettered_at, result, created_at, finished_at \
-     FROM jobs WHERE case_id = $1 ORDER BY generation, kind DESC, created_at, id";
+     lease_owner, lease_expires_at, last_error, error_code, dead_lettered_at, result, created_at, \
+     finished_at FROM jobs WHERE case_id = $1 ORDER BY generation, kind DESC, created_at, id";
 const CASE_DECISION: &str =
     "SELECT id, generation, version, status, summary, evidence, created_at \
      FROM decisions WHERE case_id = $1 ORDER BY version DESC LIMIT 1";

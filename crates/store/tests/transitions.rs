@@ -28,6 +28,7 @@ fn new_case(tenant: TenantId, files: usize, key: Option<&str>) -> NewCase {
         case_id: CaseId::new(),
         external_reference: None,
         workflow: None,
+        workflow_id: None,
         idempotency_key: key.map(str::to_owned),
         fingerprint: format!("fp-{files}"),
         sources,

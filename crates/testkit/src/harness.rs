@@ -81,6 +81,7 @@ pub async fn commit_fixture_case(
         case_id,
         external_reference: Some(format!("{label}-case")),
         workflow: None,
+        workflow_id: None,
         idempotency_key: None,
         fingerprint: case_id.to_string(),
         sources,
@@ -122,7 +123,12 @@ impl Pipeline {
 
     /// A pipeline on the given Redis (e.g. a [`crate::private::PrivateRedis`]).
     pub async fn on_redis(redis_url: &str) -> anyhow::Result<Self> {
-        let db = TestDb::new().await?;
+        Self::with_db(TestDb::new().await?, redis_url).await
+    }
+
+    /// A pipeline on a given database (e.g. one on a [`crate::private::PrivatePostgres`] that
+    /// the test stops and starts) and Redis.
+    pub async fn with_db(db: TestDb, redis_url: &str) -> anyhow::Result<Self> {
         let tenant = db.store.create_tenant("test-tenant").await?;
         let blob_dir = tempfile::tempdir()?;
         let streams = StreamConfig {

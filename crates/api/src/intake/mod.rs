@@ -136,17 +136,31 @@ async fn submit_inner(
     let submission = receive(&mut multipart, state, slot, made).await?;
     // Every blob is durable from here on; `made` knows them, and deletes the ones this request
     // created if it ends without a commit.
-    state.faults.check(FaultPoint::IntakeAfterBlobWrite)?;
-    // A workflow nobody loaded would only fail the case later, in a worker: refuse it now.
-    if let Some(name) = submission.workflow.as_deref() {
-        if state.store.latest_workflow(name).await?.is_none() {
-            return Err(ApiError::client(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unknown_workflow",
-                format!("no workflow named {name:?} is loaded (see `ironclad workflow load`)"),
-            ));
-        }
-    }
+    state
+        .faults
+        .strike(FaultPoint::IntakeAfterBlobWrite, tokio::time::sleep)
+        .await?;
+    // The case is pinned to the newest version of its workflow now, so that every source is
+    // read under that one version whichever worker reads it. A workflow nobody loaded would
+    // only fail the case later, in a worker: refuse it now.
+    let workflow_id = match submission.workflow.as_deref() {
+        Some(name) => match state.store.latest_workflow(name).await? {
+            Some(version) => Some(version.id),
+            None => {
+                return Err(ApiError::client(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "unknown_workflow",
+                    format!("no workflow named {name:?} is loaded (see `ironclad workflow load`)"),
+                ))
+            }
+        },
+        // Not loaded yet (a fresh deployment whose workers have not started): the first
+        // worker to read the case pins it.
+        None => match state.config.default_workflow.as_deref() {
+            Some(name) => state.store.latest_workflow(name).await?.map(|v| v.id),
+            None => None,
+        },
+    };
 
     let case_id = CaseId::new();
     let sources: Vec<NewSource> = submission
@@ -188,6 +202,7 @@ async fn submit_inner(
         case_id,
         external_reference: submission.external_reference.clone(),
         workflow: submission.workflow.clone(),
+        workflow_id,
         idempotency_key: idempotency_key.as_ref().map(|k| k.as_str().to_owned()),
         fingerprint: fingerprint(
             submission.external_reference.as_deref(),
@@ -210,6 +225,12 @@ async fn submit_inner(
         IntakeOutcome::Created => {
             tracing::info!(case_id = %case_id, tenant_id = %principal.tenant_id,
                 sources = new_case.sources.len(), "case ingested");
+            // Committed, not yet answered: a crash here must leave a case the client can find
+            // again by replaying its Idempotency-Key.
+            state
+                .faults
+                .strike(FaultPoint::IntakeAfterCommit, tokio::time::sleep)
+                .await?;
             Ok(IntakeReply {
                 body,
                 case_id: case_id.to_string(),

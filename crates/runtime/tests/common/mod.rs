@@ -287,6 +287,8 @@ pub enum Act {
     Terminal(String),
     /// Panic.
     Panic,
+    /// Succeed, reporting this summary (e.g. one PostgreSQL cannot store).
+    SucceedWith(serde_json::Value),
 }
 
 type Script = dyn Fn(&SourceInput, u32) -> Act + Send + Sync;
@@ -340,14 +342,20 @@ impl DocumentProcessor for Rigged {
         };
         let act = (self.script)(&input, n);
         Box::pin(async move {
+            let mut summary = None;
             match act {
                 Act::Succeed => {}
+                Act::SucceedWith(s) => summary = Some(s),
                 Act::Sleep(d) => tokio::time::sleep(d).await,
                 Act::Retryable(m) => return Err(ProcessorError::Retryable(m)),
                 Act::Terminal(m) => return Err(ProcessorError::Terminal(m)),
                 Act::Panic => panic!("rigged panic for source {}", input.source_id),
             }
-            self.stand_in.process(input).await
+            let mut done = self.stand_in.process(input).await?;
+            if let Some(summary) = summary {
+                done.summary = summary;
+            }
+            Ok(done)
         })
     }
 
