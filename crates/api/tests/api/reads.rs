@@ -169,8 +169,10 @@ async fn tenants_see_failure_codes_not_internals() -> anyhow::Result<()> {
 /// a version loaded while the case is being read cannot mix into it.
 #[tokio::test]
 async fn intake_pins_the_case_to_the_newest_workflow_version() -> anyhow::Result<()> {
-    let mut config = ironclad_api::ApiConfig::default();
-    config.default_workflow = Some("trade".into());
+    let config = ironclad_api::ApiConfig {
+        default_workflow: Some("trade".into()),
+        ..Default::default()
+    };
     let app = TestApp::spawn_with(config).await?;
     let yaml = include_str!("../../../../workflows/trade.yaml");
     let (v1, _) = app.db.store.load_workflow("trade", yaml).await?;
