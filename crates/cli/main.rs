@@ -44,6 +44,8 @@ enum Command {
     Case(commands::cases::CaseArgs),
     /// Requeue dead work.
     Requeue(commands::admin::RequeueArgs),
+    /// Check every reliability promise against the database and blob store (exit 1 if broken).
+    Verify(commands::verify::VerifyArgs),
     /// Read files and print pages, segments and fields (no database needed).
     Extract(commands::documents::ExtractArgs),
     /// Validate or load workflow files.
@@ -101,6 +103,7 @@ fn main() -> std::process::ExitCode {
             Command::Cases(a) => commands::cases::list(&c, a).await,
             Command::Case(a) => commands::cases::show(&c, a).await,
             Command::Requeue(a) => commands::admin::requeue(&c, a).await,
+            Command::Verify(a) => commands::verify::run(&c, a).await,
             Command::Extract(a) => commands::documents::extract(a).await,
             Command::Workflow(w) => commands::documents::workflow(&c, w).await,
             Command::Templates(t) => commands::documents::templates(t),

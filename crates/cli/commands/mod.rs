@@ -5,6 +5,7 @@ pub mod cases;
 pub mod documents;
 pub mod roles;
 pub mod submit;
+pub mod verify;
 
 use crate::config::Connections;
 use anyhow::Context;

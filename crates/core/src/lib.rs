@@ -15,6 +15,7 @@ pub mod failure;
 pub mod faults;
 pub mod ids;
 pub mod job;
+pub mod ledger;
 pub mod media;
 pub mod outbox;
 pub mod page;

@@ -17,6 +17,7 @@ pub mod read;
 pub mod reconcile;
 pub mod results;
 pub mod tenants;
+pub mod verify;
 pub mod workflows;
 
 pub use error::{StoreError, StoreResult};
