@@ -8,6 +8,7 @@
 //! `… -- ocr` (or `-- ocr --smoke`) benchmarks the OCR path instead: see `ocr.rs`.
 
 mod baseline;
+mod chaos;
 mod load;
 mod ocr;
 mod phases;
@@ -81,6 +82,9 @@ enum Sub {
     /// OCR throughput: Ironclad's PageReader against the tesseract CLI and ocrmypdf on the same
     /// scanned pages, text-layer pages/s, peak RSS, field accuracy (bench/results/ocr.json).
     Ocr(ocr::OcrArgs),
+    /// The chaos run: real roles as processes, generated dossiers, a seeded fault schedule,
+    /// then `ironclad verify` and a table of what each fault cost (see chaos/mod.rs).
+    Chaos(chaos::ChaosArgs),
     /// Internal: one PageReader job in its own process (for its peak RSS).
     #[command(hide = true)]
     OcrWorker(ocr::WorkerArgs),
@@ -324,6 +328,7 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Some(Sub::Ocr(args)) => rt.block_on(ocr_main(args.clone())),
+        Some(Sub::Chaos(args)) => rt.block_on(chaos::main(args.clone())),
         _ => rt.block_on(pipeline_main(cli)),
     }
 }

@@ -14,7 +14,7 @@ pub struct ChildEnv {
 }
 
 impl ChildEnv {
-    fn apply(&self, cmd: &mut tokio::process::Command) {
+    pub(crate) fn apply(&self, cmd: &mut tokio::process::Command) {
         for (k, _) in std::env::vars() {
             if k.starts_with("IRONCLAD_") || k == "RUST_LOG" {
                 cmd.env_remove(&k);
@@ -122,7 +122,7 @@ pub fn register_scratch(path: &Path) {
         .push(path.to_owned());
 }
 
-fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
+pub(crate) fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -126,10 +126,18 @@ impl RecordedRequest {
     }
 }
 
+/// Decides the reply to the `n`-th request (0-based) when nothing is queued.
+pub type Fallback = Arc<dyn Fn(u64) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     queue: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
+    /// Requests received so far.
+    served: u64,
+    fallback: Option<Fallback>,
+    /// Keep every request (tests) or only count them (long runs).
+    forget_requests: bool,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -176,6 +184,20 @@ impl FakeOpenAi {
         self.lock().queue.push_back(reply);
     }
 
+    /// Answers requests that find the queue empty with `fallback(n)` (the request's 0-based
+    /// number) instead of a 500, and stops recording request bodies: a long-running fake that
+    /// misbehaves on a schedule (a chaos run's provider that times out now and then).
+    pub fn serve_with(&self, fallback: Fallback) {
+        let mut s = self.lock();
+        s.fallback = Some(fallback);
+        s.forget_requests = true;
+    }
+
+    /// Requests received so far.
+    pub fn served(&self) -> u64 {
+        self.lock().served
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.clone()
@@ -202,14 +224,21 @@ async fn chat(State(shared): State<SharedState>, headers: HeaderMap, body: Bytes
     let model = body["model"].as_str().unwrap_or("fake").to_owned();
     let next = {
         let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        s.requests.push(RecordedRequest {
-            authorization: headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
-            body,
-        });
-        s.queue.pop_front()
+        let n = s.served;
+        s.served += 1;
+        if !s.forget_requests {
+            s.requests.push(RecordedRequest {
+                authorization: headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                body,
+            });
+        }
+        match s.queue.pop_front() {
+            Some(reply) => Some(reply),
+            None => s.fallback.as_ref().map(|f| f(n)),
+        }
     };
     let Some(mut reply) = next else {
         return error(
