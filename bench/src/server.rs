@@ -114,6 +114,17 @@ static LIVE: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 /// Scratch directories of this run, removed by the interrupt handler too.
 static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
+/// Shell commands the interrupt handler runs (stopping private servers).
+static CLEANUPS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Remembers a shell command for the interrupt handler.
+pub fn register_cleanup(command: String) {
+    CLEANUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(command);
+}
+
 /// Remembers a scratch directory for the interrupt handler.
 pub fn register_scratch(path: &Path) {
     SCRATCH
@@ -152,6 +163,11 @@ pub fn stop_children_on_signal() {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         for dir in SCRATCH.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             let _ = std::fs::remove_dir_all(dir);
+        }
+        for command in CLEANUPS.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = std::process::Command::new("sh")
+                .args(["-c", command])
+                .status();
         }
         eprintln!(
             "bench: interrupted; stopped {} ironclad process(es)",

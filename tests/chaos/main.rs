@@ -18,6 +18,7 @@
 //! | Redis killed and restarted empty | [`redis_restart`] | full |
 //! | PostgreSQL stopped mid-flight for ~3 s, then for ~12 s | [`postgres_restart`] | full |
 //! | SIGTERM to a busy worker | [`sigterm_graceful`] | full |
+//! | 30 cases in flight, default timings, PostgreSQL down 100 s (issue 7's drill) | [`postgres_outage_100s`] | full |
 //!
 //! Every test is `#[ignore]` (its own lane: real processes, tens of seconds each) and must run
 //! serialised. The whole suite, from the repository root, with PostgreSQL and Redis running
@@ -48,6 +49,7 @@ mod support;
 mod crash_after_publish;
 mod crash_before_ack;
 mod kill9_worker;
+mod postgres_outage_100s;
 mod postgres_restart;
 mod redis_flushall;
 mod redis_restart;

@@ -78,6 +78,8 @@ struct Plan {
     env: Vec<(&'static str, &'static str)>,
     provider_timeout: Duration,
     settle_timeout: Duration,
+    /// Longest wait, after a fault, for the work it hit to move again before the next one.
+    recovery_wait: Duration,
     give_up_after: Duration,
 }
 
@@ -119,6 +121,7 @@ impl Plan {
                 ],
                 provider_timeout: Duration::from_secs(2),
                 settle_timeout: Duration::from_secs(90),
+                recovery_wait: Duration::from_secs(20),
                 give_up_after: Duration::from_secs(60),
             }
         } else {
@@ -132,10 +135,14 @@ impl Plan {
                     flood_requests: 3000,
                     kills: 4,
                 },
-                // Default settings: the recovery figures are the product's own.
-                env: vec![],
+                // Default settings — the lease, idle threshold, reconciler period and re-announce
+                // delay behind the recovery figures are the product's own — except the retry
+                // backoff of the provider's failures (default 30 s, 2 min, 10 min …), which
+                // would only stretch the run's tail.
+                env: vec![("IRONCLAD_RETRY_DELAYS", "5s,15s,30s,60s")],
                 provider_timeout: Duration::from_secs(4),
                 settle_timeout: Duration::from_secs(900),
+                recovery_wait: Duration::from_secs(60),
                 give_up_after: Duration::from_secs(300),
             }
         }
@@ -277,6 +284,9 @@ async fn run_seed(run: SeedRun<'_>, base: &mut Option<f64>) -> anyhow::Result<(u
         tokio::task::spawn_blocking(ironclad_testkit::private::PrivatePostgres::start).await??;
     let redis =
         tokio::task::spawn_blocking(ironclad_testkit::private::PrivateRedis::start).await??;
+    // An interrupted run (Ctrl-C) cannot run destructors: stop the private servers then.
+    crate::server::register_cleanup(pg.kill_command());
+    crate::server::register_cleanup(redis.kill_command());
     let provider = ironclad_provider::fake::FakeOpenAi::start().await?;
     provider.serve_with(provider_schedule(seed, plan.provider_timeout));
     let blobs = tempfile::Builder::new()
@@ -353,16 +363,17 @@ async fn run_seed(run: SeedRun<'_>, base: &mut Option<f64>) -> anyhow::Result<(u
     println!("{}", report::markdown(&chaos.rows));
     if let (Some(b), Some(r)) = (*base, ratio) {
         println!(
-            "throughput: fault-free {b:.2} cases/s, under chaos {:.2} cases/s ({:.0} s): {:.0} % {}",
+            "throughput (to the 99th percentile decision): fault-free {b:.2} cases/s, under chaos {:.2} cases/s ({:.0} s; all settled after {:.0} s): {:.0} % {}",
             chaos.throughput,
+            chaos.elapsed_p99,
             chaos.elapsed,
             r * 100.0,
             if r >= 0.5 { "(target ≥ 50 % PASS)" } else { "(target ≥ 50 % MISS)" }
         );
     } else {
         println!(
-            "throughput under chaos: {:.2} cases/s ({:.0} s)",
-            chaos.throughput, chaos.elapsed
+            "throughput under chaos (to the 99th percentile decision): {:.2} cases/s ({:.0} s; all settled after {:.0} s)",
+            chaos.throughput, chaos.elapsed_p99, chaos.elapsed
         );
     }
     println!(
@@ -406,6 +417,9 @@ struct PhaseResult {
     name: String,
     accepted: usize,
     elapsed: f64,
+    /// Seconds from the first submission to the 99th percentile decision.
+    elapsed_p99: f64,
+    /// Decisions per second up to the 99th percentile decision.
     throughput: f64,
     rows: Vec<report::FaultRow>,
     struck: Vec<Struck>,
@@ -423,7 +437,8 @@ impl PhaseResult {
             "phase": self.name,
             "accepted_cases": self.accepted,
             "elapsed_secs": self.elapsed,
-            "cases_per_sec": self.throughput,
+            "elapsed_to_p99_decision_secs": self.elapsed_p99,
+            "cases_per_sec_to_p99": self.throughput,
             "faults": self.rows,
             "struck": self.struck.iter().zip(&self.recoveries).map(|(s, r)| json!({
                 "fault": s.fault,
@@ -489,6 +504,7 @@ async fn phase(
         pace: plan.load_pace(dossiers.len()),
     };
     let started = Instant::now();
+    let started_wall = chrono::Utc::now();
     let load = tokio::spawn({
         let (spec, dossiers) = (spec.clone(), dossiers.clone());
         async move { load::run(&spec, dossiers).await }
@@ -526,6 +542,15 @@ async fn phase(
             if !record.detail.is_empty() {
                 eprintln!("chaos:           {}", record.detail);
             }
+            // The next fault waits until this one's work moves again (or a bound passes), so
+            // each recovery is measured alone rather than through the next outage.
+            let waited = Instant::now();
+            while waited.elapsed() < plan.recovery_wait
+                && !report::moved_again(&db, &record).await.unwrap_or(false)
+            {
+                revived.extend(cluster.revive().await?);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
             struck.push(record);
         }
     }
@@ -556,6 +581,10 @@ async fn phase(
     let damage = report::Damage::from_verify(&verify);
     let (rows, recoveries) = report::table(&db, &struck, &damage).await?;
     let latency = report::latency(&db).await?;
+    let (p99_at, decided) = report::decided_p99(&db).await?;
+    let elapsed_p99 = p99_at
+        .map(|t| (t - started_wall).num_milliseconds() as f64 / 1000.0)
+        .unwrap_or(elapsed);
     cluster.stop_all().await;
 
     let mut violations = Vec::new();
@@ -593,7 +622,8 @@ async fn phase(
         name: name.to_owned(),
         accepted,
         elapsed,
-        throughput: accepted as f64 / elapsed.max(0.001),
+        elapsed_p99,
+        throughput: decided as f64 * 0.99 / elapsed_p99.max(0.001),
         rows,
         struck,
         recoveries,

@@ -100,6 +100,29 @@ pub async fn recovery(db: &sqlx::PgPool, struck: &Struck) -> anyhow::Result<Opti
     Ok(worst.map(|(secs, job)| Recovery { secs, job }))
 }
 
+/// Whether the work a fault hit has moved again: every job that was running has finished or
+/// run again, and (if any was waiting) one of the waiting jobs has run.
+pub async fn moved_again(db: &sqlx::PgPool, struck: &Struck) -> anyhow::Result<bool> {
+    if struck.hit.is_empty() {
+        return Ok(true);
+    }
+    let ids: Vec<Uuid> = struck.hit.iter().map(|j| j.job).collect();
+    let rows: Vec<(Uuid, Option<DateTime<Utc>>)> = sqlx::query_as(NEXT_EVENT)
+        .bind(&ids)
+        .bind(struck.struck_at)
+        .fetch_all(db)
+        .await?;
+    let next: BTreeMap<Uuid, Option<DateTime<Utc>>> = rows.into_iter().collect();
+    let moved = |j: &&super::faults::InFlight| next.get(&j.job).copied().flatten().is_some();
+    let running_moved = struck
+        .hit
+        .iter()
+        .filter(|j| j.status == "RUNNING")
+        .all(|j| moved(&j));
+    let waiting: Vec<_> = struck.hit.iter().filter(|j| j.status == "PENDING").collect();
+    Ok(running_moved && (waiting.is_empty() || waiting.iter().any(moved)))
+}
+
 /// How long the work a fault hit took to move again, and the job that took longest.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Recovery {
@@ -154,6 +177,16 @@ pub async fn table(
         row.wrongly_failed = count(&damage.wrongly_failed);
     }
     Ok((rows, recoveries))
+}
+
+/// When 99 % of the decisions were written (the last 1 % waits for provider retries, which
+/// measures the retry backoff rather than the pipeline), and how many decisions there are.
+pub async fn decided_p99(db: &sqlx::PgPool) -> anyhow::Result<(Option<DateTime<Utc>>, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT percentile_disc(0.99) WITHIN GROUP (ORDER BY created_at), count(*) FROM decisions",
+    )
+    .fetch_one(db)
+    .await?)
 }
 
 /// Seconds from intake to decision of the decided cases: p50, p95 and the longest.

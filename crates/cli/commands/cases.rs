@@ -151,10 +151,12 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
             j.status,
             j.attempt,
             j.max_attempts,
-            j.last_error
-                .as_ref()
-                .map(|e| format!("  last error: {}", short(e, 80)))
-                .unwrap_or_default()
+            match (&j.error_code, &j.last_error) {
+                (Some(code), Some(e)) => format!("  {code}: {}", short(e, 80)),
+                (None, Some(e)) => format!("  last error: {}", short(e, 80)),
+                (Some(code), None) => format!("  {code}"),
+                (None, None) => String::new(),
+            }
         );
     }
     if !case.pages.is_empty() {

@@ -119,6 +119,12 @@ impl PrivateRedis {
     pub fn restart(&self) -> anyhow::Result<()> {
         self.launch()
     }
+
+    /// A shell command that stops it, for a process's interrupt handler (which cannot run
+    /// destructors).
+    pub fn kill_command(&self) -> String {
+        format!("kill -9 $(cat {}) 2>/dev/null", self.pidfile().display())
+    }
 }
 
 impl Drop for PrivateRedis {
@@ -207,6 +213,22 @@ impl PrivatePostgres {
             self.port,
             d = self.dir.display()
         ))
+    }
+
+    /// A shell command that stops it and removes its directory, for a process's interrupt
+    /// handler (which cannot run destructors).
+    pub fn kill_command(&self) -> String {
+        let stop = format!(
+            "{}/pg_ctl -D {}/data -m immediate -w stop >/dev/null 2>&1",
+            self.bin.display(),
+            self.dir.display()
+        );
+        let stop = if self.as_postgres {
+            format!("su postgres -s /bin/sh -c '{stop}'")
+        } else {
+            stop
+        };
+        format!("{stop}; rm -rf {}", self.dir.display())
     }
 
     /// Stops the server immediately (in-flight transactions are lost, as in a crash).
