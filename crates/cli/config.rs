@@ -177,8 +177,9 @@ pub struct RoleSettings {
     /// Publication attempts before an outbox row is DEAD.
     #[arg(long, env = "IRONCLAD_OUTBOX_MAX_ATTEMPTS", default_value_t = 20)]
     pub outbox_max_attempts: i32,
-    /// A PUBLISHING row older than this was abandoned.
-    #[arg(long, env = "IRONCLAD_OUTBOX_LOCK_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    /// A PUBLISHING row older than this was abandoned (its dispatcher died or lost its answer)
+    /// and is published again.
+    #[arg(long, env = "IRONCLAD_OUTBOX_LOCK_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
     pub outbox_lock_timeout: Duration,
     /// PUBLISHED rows are pruned after this.
     #[arg(long, env = "IRONCLAD_OUTBOX_RETENTION", default_value = "7d", value_parser = parse_duration)]

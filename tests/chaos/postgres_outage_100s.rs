@@ -47,7 +47,11 @@ async fn scenario(rig: &Rig, pg: &PrivatePostgres) -> Result<()> {
         rig.commit_case(1).await?;
     }
     wait_for("jobs in flight", Duration::from_secs(60), || async {
-        Ok((rig.count("SELECT count(*) FROM jobs WHERE status = 'RUNNING'").await? > 0).then_some(()))
+        Ok((rig
+            .count("SELECT count(*) FROM jobs WHERE status = 'RUNNING'")
+            .await?
+            > 0)
+        .then_some(()))
     })
     .await?;
     let decided_before = rig.count("SELECT count(*) FROM decisions").await?;
@@ -55,14 +59,20 @@ async fn scenario(rig: &Rig, pg: &PrivatePostgres) -> Result<()> {
     pg.stop()?;
     tokio::time::sleep(Duration::from_secs(100)).await;
     for p in &mut procs {
-        ensure!(p.is_running(), "{} exited while PostgreSQL was down\n{}", p.label, p.log_tail(20));
+        ensure!(
+            p.is_running(),
+            "{} exited while PostgreSQL was down\n{}",
+            p.label,
+            p.log_tail(20)
+        );
     }
     pg.start_server()?;
     let restarted = Instant::now();
     println!(
         "[postgres_outage_100s] PostgreSQL down 100 s with {decided_before}/{CASES} cases decided"
     );
-    rig.wait_decided(CASES, Duration::from_secs(240), true).await?;
+    rig.wait_decided(CASES, Duration::from_secs(240), true)
+        .await?;
     println!(
         "[postgres_outage_100s] every case decided {} after the restart",
         secs(restarted.elapsed())
@@ -72,6 +82,9 @@ async fn scenario(rig: &Rig, pg: &PrivatePostgres) -> Result<()> {
     let runs = rig
         .count("SELECT count(*) FROM job_runs WHERE outcome IS DISTINCT FROM 'SUCCEEDED'")
         .await?;
-    ensure!(runs == 0, "{runs} run(s) were lost or retried: each job should run once");
+    ensure!(
+        runs == 0,
+        "{runs} run(s) were lost or retried: each job should run once"
+    );
     Ok(())
 }

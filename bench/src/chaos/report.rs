@@ -70,13 +70,7 @@ pub async fn recovery(db: &sqlx::PgPool, struck: &Struck) -> anyhow::Result<Opti
     if struck.hit.is_empty() {
         return Ok(None);
     }
-    let ids: Vec<Uuid> = struck.hit.iter().map(|j| j.job).collect();
-    let rows: Vec<(Uuid, Option<DateTime<Utc>>)> = sqlx::query_as(NEXT_EVENT)
-        .bind(&ids)
-        .bind(struck.struck_at)
-        .fetch_all(db)
-        .await?;
-    let next: BTreeMap<Uuid, Option<DateTime<Utc>>> = rows.into_iter().collect();
+    let next = next_events(db, struck).await?;
     let after_clear =
         |t: DateTime<Utc>| ((t - struck.cleared_at).num_milliseconds() as f64 / 1000.0).max(0.0);
     let moved = |status: &'static str| {
@@ -100,26 +94,38 @@ pub async fn recovery(db: &sqlx::PgPool, struck: &Struck) -> anyhow::Result<Opti
     Ok(worst.map(|(secs, job)| Recovery { secs, job }))
 }
 
-/// Whether the work a fault hit has moved again: every job that was running has finished or
-/// run again, and (if any was waiting) one of the waiting jobs has run.
-pub async fn moved_again(db: &sqlx::PgPool, struck: &Struck) -> anyhow::Result<bool> {
-    if struck.hit.is_empty() {
-        return Ok(true);
-    }
+/// For each job a fault hit, its first run start or end after the strike.
+async fn next_events(
+    db: &sqlx::PgPool,
+    struck: &Struck,
+) -> anyhow::Result<BTreeMap<Uuid, Option<DateTime<Utc>>>> {
     let ids: Vec<Uuid> = struck.hit.iter().map(|j| j.job).collect();
     let rows: Vec<(Uuid, Option<DateTime<Utc>>)> = sqlx::query_as(NEXT_EVENT)
         .bind(&ids)
         .bind(struck.struck_at)
         .fetch_all(db)
         .await?;
-    let next: BTreeMap<Uuid, Option<DateTime<Utc>>> = rows.into_iter().collect();
+    Ok(rows.into_iter().collect())
+}
+
+/// Whether the work a fault hit has moved again: every job that was running has finished or
+/// run again, and (if any was waiting) one of the waiting jobs has run.
+pub async fn moved_again(db: &sqlx::PgPool, struck: &Struck) -> anyhow::Result<bool> {
+    if struck.hit.is_empty() {
+        return Ok(true);
+    }
+    let next = next_events(db, struck).await?;
     let moved = |j: &&super::faults::InFlight| next.get(&j.job).copied().flatten().is_some();
     let running_moved = struck
         .hit
         .iter()
         .filter(|j| j.status == "RUNNING")
         .all(|j| moved(&j));
-    let waiting: Vec<_> = struck.hit.iter().filter(|j| j.status == "PENDING").collect();
+    let waiting: Vec<_> = struck
+        .hit
+        .iter()
+        .filter(|j| j.status == "PENDING")
+        .collect();
     Ok(running_moved && (waiting.is_empty() || waiting.iter().any(moved)))
 }
 

@@ -29,7 +29,10 @@ pub struct RuntimeConfig {
     pub dispatch_batch: i64,
     /// Pause between dispatcher ticks when there was nothing (or little) to publish.
     pub dispatch_idle: Duration,
-    /// A row in PUBLISHING longer than this was abandoned by a dead dispatcher.
+    /// A row in PUBLISHING longer than this was abandoned by a dead dispatcher (or one whose
+    /// claim's answer was lost) and returns to PENDING. Default 15 s: a batch's XADD takes
+    /// milliseconds, and the work such a row announces waits at most this plus one maintenance
+    /// pass (5 s); a slow dispatcher overtaken by it only publishes a harmless duplicate.
     pub outbox_lock_timeout: Duration,
     /// Publication attempts before an outbox row is DEAD.
     pub outbox_max_attempts: i32,
@@ -73,7 +76,7 @@ impl Default for RuntimeConfig {
             reclaim_every: Duration::from_secs(5),
             dispatch_batch: 500,
             dispatch_idle: Duration::from_millis(50),
-            outbox_lock_timeout: Duration::from_secs(60),
+            outbox_lock_timeout: Duration::from_secs(15),
             outbox_max_attempts: 20,
             outbox_backoff_base: Duration::from_millis(500),
             outbox_backoff_max: Duration::from_secs(60),

@@ -15,6 +15,9 @@ use ironclad_store::Store;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+/// Tries at marking a published batch (about 11 s of backoff in all).
+const MARK_TRIES: u32 = 9;
+
 /// What one tick did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DispatchReport {
@@ -87,10 +90,23 @@ impl Dispatcher {
             }
         };
         crate::strike(&self.faults, FaultPoint::DispatcherAfterPublish).await?;
-        report.published = self
-            .store
-            .outbox_mark_published(&ids, token, &stream_ids)
-            .await?;
+        // The messages are out: marking them is worth a few tries through a PostgreSQL blip
+        // (else the rows wait for the lock timeout and are published a second time).
+        let mut tries = 0u32;
+        report.published = loop {
+            match self
+                .store
+                .outbox_mark_published(&ids, token, &stream_ids)
+                .await
+            {
+                Ok(marked) => break marked,
+                Err(err) if err.is_transient() && tries < MARK_TRIES => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(250) * tries).await;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        };
         metrics::counter!(m::PUBLISHED_TOTAL).increment(report.published);
         Ok(report)
     }

@@ -538,23 +538,16 @@ async fn check_ledger(
         }
     }
     let mut under_key: HashMap<(Uuid, String), BTreeSet<Uuid>> = HashMap::new();
-    if !keys.is_empty() {
-        let found: Vec<KeyedCase> = sqlx::query_as(VERIFY_SUBMISSIONS_BY_KEY)
-            .bind(&key_tenants)
-            .bind(&keys)
-            .fetch_all(&mut *conn)
-            .await?;
-        for k in found {
-            under_key
-                .entry((k.tenant_id, k.key))
-                .or_default()
-                .insert(k.case_id);
+    for (sql, tenants, keys) in [
+        (VERIFY_SUBMISSIONS_BY_KEY, &key_tenants, &keys),
+        (VERIFY_INGESTED_BY_KEY, &refused_tenants, &refused_keys),
+    ] {
+        if keys.is_empty() {
+            continue;
         }
-    }
-    if !refused_keys.is_empty() {
-        let found: Vec<KeyedCase> = sqlx::query_as(VERIFY_INGESTED_BY_KEY)
-            .bind(&refused_tenants)
-            .bind(&refused_keys)
+        let found: Vec<KeyedCase> = sqlx::query_as(sql)
+            .bind(tenants)
+            .bind(keys)
             .fetch_all(&mut *conn)
             .await?;
         for k in found {
