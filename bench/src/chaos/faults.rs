@@ -123,7 +123,8 @@ pub fn schedule(rng: &mut StdRng, pace: &Pace) -> Vec<Fault> {
     faults
 }
 
-/// A job in flight when a fault struck.
+/// A job in flight when a fault struck: running, or due and waiting to run (a job waiting for
+/// a later retry time is not in flight: its next run says nothing about recovery).
 #[derive(Debug, Clone, Serialize)]
 pub struct InFlight {
     pub job: Uuid,
@@ -183,7 +184,8 @@ impl Probe {
 const IN_FLIGHT: &str = r#"
 SELECT j.id, j.case_id, j.status,
        (SELECT r.owner FROM job_runs r WHERE r.job_id = j.id AND r.outcome IS NULL LIMIT 1)
-FROM jobs j WHERE j.status IN ('RUNNING', 'PENDING')
+FROM jobs j
+WHERE j.status = 'RUNNING' OR (j.status = 'PENDING' AND j.next_attempt_at <= now())
 "#;
 
 /// Jobs in flight now (empty if PostgreSQL does not answer within 5 s).
