@@ -27,6 +27,8 @@ pub enum Fault {
     RedisFlushall,
     /// Redis killed and started again empty (no persistence).
     RedisRestart,
+    /// Redis down for this long (killed), then started again empty.
+    RedisDown { secs: u64 },
     /// PostgreSQL stopped (immediate) for this long, then started.
     PostgresStop { secs: u64 },
     /// PostgreSQL immediate shutdown and start.
@@ -49,6 +51,7 @@ impl Fault {
             Self::CrashPoint { .. } => "crash point (abort)",
             Self::RedisFlushall => "Redis FLUSHALL",
             Self::RedisRestart => "Redis restart, empty",
+            Self::RedisDown { .. } => "Redis down, then empty",
             Self::PostgresStop { .. } => "PostgreSQL stopped",
             Self::PostgresRestart => "PostgreSQL immediate restart",
             Self::TerminateBackends => "pg_terminate_backend",
@@ -64,7 +67,7 @@ impl Fault {
 pub struct Pace {
     /// Gap between two faults (drawn between the bounds).
     pub gap: (Duration, Duration),
-    /// PostgreSQL stop duration bounds, in seconds.
+    /// PostgreSQL stop duration bounds, in seconds (also how long Redis stays down).
     pub pg_stop_secs: (u64, u64),
     /// The stream's idle threshold (a slow job sleeps 2.5× it).
     pub claim_idle: Duration,
@@ -106,6 +109,9 @@ pub fn schedule(rng: &mut StdRng, pace: &Pace) -> Vec<Fault> {
     faults.extend([
         Fault::RedisFlushall,
         Fault::RedisRestart,
+        Fault::RedisDown {
+            secs: rng.random_range(pace.pg_stop_secs.0..=pace.pg_stop_secs.1),
+        },
         Fault::PostgresStop {
             secs: rng.random_range(pace.pg_stop_secs.0..=pace.pg_stop_secs.1),
         },
@@ -324,6 +330,15 @@ pub async fn strike(
             tokio::time::sleep(Duration::from_secs(1)).await;
             cluster.redis.restart()?;
             record.cleared_at = Utc::now();
+        }
+        Fault::RedisDown { secs } => {
+            record.hit = in_flight(db).await;
+            record.struck_at = Utc::now();
+            cluster.redis.kill()?;
+            tokio::time::sleep(Duration::from_secs(*secs)).await;
+            cluster.redis.restart()?;
+            record.cleared_at = Utc::now();
+            record.detail = format!("down {secs} s");
         }
         Fault::PostgresStop { secs } => {
             record.hit = in_flight(db).await;

@@ -88,9 +88,9 @@ impl Plan {
     /// length (both phases submit at this pace, so their throughputs compare).
     fn load_pace(&self, cases: usize) -> Duration {
         let p = &self.pace;
-        let faults = p.kills + ironclad_core::faults::FaultPoint::ALL.len() + 8;
+        let faults = p.kills + ironclad_core::faults::FaultPoint::ALL.len() + 9;
         let gaps = (p.gap.0 + p.gap.1) / 2 * faults as u32;
-        let holds = Duration::from_secs((p.pg_stop_secs.0 + p.pg_stop_secs.1) / 2)
+        let holds = Duration::from_secs(p.pg_stop_secs.0 + p.pg_stop_secs.1)
             + Duration::from_secs(4) * ironclad_core::faults::FaultPoint::ALL.len() as u32
             + p.claim_idle * 3
             + Duration::from_secs(2) * p.kills as u32;
