@@ -17,11 +17,14 @@ pub mod ids;
 pub mod job;
 pub mod ledger;
 pub mod media;
+pub mod notification;
 pub mod outbox;
 pub mod page;
 pub mod parse;
 pub mod retry;
+pub mod review;
 pub mod role;
+pub mod rules;
 
 pub use case::CaseStatus;
 pub use decision::DecisionStatus;

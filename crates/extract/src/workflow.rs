@@ -5,13 +5,16 @@
 //! validate everything, then compile every pattern once: [`Workflow::from_yaml`] either returns
 //! a workflow whose every regex is known to compile within [`limits`], or every problem found,
 //! each named by its path (`document_types[1].fields[2].patterns[0]: …`) so the author can fix
-//! them all in one pass.
+//! them all in one pass. The rules and the decision policy are compiled by the rules engine
+//! ([`ironclad_core::rules`]) against the document types and fields the file declares, so a
+//! rule naming a field no document carries is refused here, with the rest.
 
 use std::collections::HashSet;
 use std::fmt;
 
 use ironclad_core::page::BBox;
 use ironclad_core::parse::{DateOrder, ParseHints, ParserKind};
+use ironclad_core::rules::{CompiledRuleset, RulesetSpec, Schema};
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -63,10 +66,12 @@ pub struct WorkflowSpec {
     pub parse_hints: Hints,
     /// The document types a dossier may hold.
     pub document_types: Vec<DocumentTypeSpec>,
-    /// Business rules, kept as written for the rules engine (validated there).
+    /// Business rules as written (a list of [`ironclad_core::rules::RuleSpec`]); kept loose
+    /// here so a bad rule is reported at its path rather than as a syntax error, and compiled
+    /// by the rules engine when the workflow loads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rules: Option<serde_json::Value>,
-    /// Decision policy, kept as written for the decision step (validated there).
+    /// Decision policy as written ([`ironclad_core::rules::Policy`]), compiled with the rules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<serde_json::Value>,
 }
@@ -235,6 +240,7 @@ impl Hints {
 pub struct Workflow {
     spec: WorkflowSpec,
     types: Vec<CompiledType>,
+    ruleset: CompiledRuleset,
 }
 
 #[derive(Debug, Clone)]
@@ -332,8 +338,13 @@ impl Workflow {
     pub fn from_spec(spec: WorkflowSpec) -> Result<Workflow, WorkflowError> {
         let mut v = Validator::default();
         let types = v.workflow(&spec);
+        let ruleset = v.rules(&spec);
         if v.issues.is_empty() {
-            Ok(Workflow { spec, types })
+            Ok(Workflow {
+                spec,
+                types,
+                ruleset,
+            })
         } else {
             Err(WorkflowError::Invalid(v.issues))
         }
@@ -342,6 +353,18 @@ impl Workflow {
     /// The workflow as written.
     pub fn spec(&self) -> &WorkflowSpec {
         &self.spec
+    }
+
+    /// The compiled rules and decision policy (empty, with the default policy, when the file
+    /// has none; the `safeguard_no_rules` safeguard then keeps decisions from reading READY).
+    pub fn ruleset(&self) -> &CompiledRuleset {
+        &self.ruleset
+    }
+
+    /// The document types and fields rules may name, so a managed ruleset can be validated
+    /// against this workflow ([`RulesetSpec::compile`]).
+    pub fn schema(&self) -> Schema {
+        schema_of(&self.spec)
     }
 
     /// The document type with this id.
@@ -416,6 +439,19 @@ impl Validator {
             compiled.push(self.document_type(&path, t, &hints));
         }
         compiled
+    }
+
+    /// Compiles `rules` and `policy`; the engine's paths start at the file's root already
+    /// (`rules[0].params.field`, `policy.confidence_floor`).
+    fn rules(&mut self, spec: &WorkflowSpec) -> CompiledRuleset {
+        let schema = schema_of(spec);
+        RulesetSpec::compile_json(spec.rules.as_ref(), spec.policy.as_ref(), &schema)
+            .unwrap_or_else(|issues| {
+                for i in issues {
+                    self.issue(i.path, i.message);
+                }
+                CompiledRuleset::default()
+            })
     }
 
     fn document_type(&mut self, path: &str, t: &DocumentTypeSpec, hints: &Hints) -> CompiledType {
@@ -648,6 +684,23 @@ impl Validator {
     }
 }
 
+/// What rules may name: every document type's fields and their parser kinds.
+fn schema_of(spec: &WorkflowSpec) -> Schema {
+    let document_types = spec
+        .document_types
+        .iter()
+        .map(|t| {
+            let fields = t
+                .fields
+                .iter()
+                .map(|f| (f.name.clone(), f.parser))
+                .collect();
+            (t.id.clone(), fields)
+        })
+        .collect();
+    Schema { document_types }
+}
+
 /// Compiles a workflow pattern for folded text: accents stripped from its literals,
 /// case-insensitive, `^`/`$` at line ends, within the size limits.
 fn compile(pattern: &str) -> Result<Regex, String> {
@@ -852,6 +905,81 @@ document_types:
         let re = v.phrase("p", "B/L No.").unwrap();
         assert!(re.is_match("b/l no.: x"));
         assert!(v.issues.is_empty());
+    }
+
+    #[test]
+    fn rules_are_checked_against_the_declared_types_and_fields() {
+        let yaml = format!(
+            "{MINIMAL}{}",
+            r#"      - name: total
+        parser: money
+        patterns: ['total:\s*(?P<value>.+)']
+rules:
+  - id: cites
+    template: EXACT_MATCH
+    params: {left: {document_type: declaration, field: invoice_number}, right: {document_type: invoice, field: invoice_number}}
+    on_fail: BLOCKED
+  - id: typo
+    template: FIELD_REQUIRED
+    params: {document_type: invoice, field: invoice_numbr}
+    on_fail: REVIEW_REQUIRED
+  - id: wrong_kind
+    template: DATE_WINDOW
+    params: {left: {document_type: invoice, field: total}, right: {document_type: invoice, field: invoice_number}, max_days: 3}
+    on_fail: BLOCKED
+  - id: bad_severity
+    template: REQUIRED_DOCUMENT
+    params: {document_types: [invoice]}
+    on_fail: BLOCKED
+    severity: critcal
+policy: {confidence_floor: 2}
+"#
+        );
+        assert_eq!(
+            issues(&yaml),
+            [
+                "rules[3]: unknown rule severity \"critcal\"",
+                "rules[0].params.left.document_type: unknown document type \"declaration\"; the workflow declares invoice",
+                "rules[1].params.field: document type invoice has no field \"invoice_numbr\"; it declares invoice_number, total",
+                "rules[2].params.left.field: total on invoice is money; DATE_WINDOW compares date fields",
+                "rules[2].params.right.field: invoice_number on invoice is text; DATE_WINDOW compares date fields",
+                "policy.confidence_floor: 2 is outside [0, 1]",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_ruleset_and_schema_are_exposed() {
+        let wf = Workflow::from_yaml(MINIMAL).unwrap();
+        assert!(wf.ruleset().is_empty());
+        assert_eq!(wf.ruleset().policy, ironclad_core::rules::Policy::default());
+        assert_eq!(
+            wf.schema().document_types["invoice"]["invoice_number"],
+            ParserKind::Text
+        );
+        let trade = Workflow::from_yaml(include_str!("../../../workflows/trade.yaml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ids: Vec<&str> = trade
+            .ruleset()
+            .rules
+            .iter()
+            .map(|r| r.spec.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "required_documents_present",
+                "bill_of_lading_complete",
+                "container_matches",
+                "invoice_number_matches",
+                "gross_weight_within_tolerance",
+                "invoice_value_matches_declaration",
+                "declared_after_shipment",
+            ]
+        );
+        assert_eq!(trade.ruleset().policy.confidence_floor, 0.6);
+        // A managed ruleset is validated against the same schema.
+        assert!(trade.ruleset().spec().compile(&trade.schema()).is_ok());
     }
 
     #[test]

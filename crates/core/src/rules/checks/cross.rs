@@ -1,0 +1,386 @@
+//! EXACT_MATCH, NUMERIC_TOLERANCE, DATE_WINDOW and AUTHORITY_PRECEDENCE: one document's
+//! value against another's.
+
+use std::fmt::{self, Write};
+
+use super::{either, listing, show, Case, DocName, Observed, Printed, Verdict};
+use crate::rules::compare::{self, Relation, Tolerances};
+use crate::rules::params::{FieldRef, PairTest};
+use crate::rules::RuleOutcome;
+
+/// EXACT_MATCH `{field, document_types}`: every document of the listed types agrees.
+pub(super) fn all_agree(case: &Case<'_>, field: &str, types: &[String]) -> Verdict {
+    let observed: Vec<Observed<'_>> = types.iter().flat_map(|t| case.observe(t, field)).collect();
+    let values = observed.iter().map(Observed::compared).collect();
+    if observed.is_empty() {
+        let names: Vec<&str> = types.iter().map(String::as_str).collect();
+        return Verdict::new(
+            RuleOutcome::NotApplicable,
+            msg!("no {} document", either(&names)),
+            values,
+        );
+    }
+    // Confident values grouped by equality; any two groups that contradict fail the rule.
+    let mut groups: Vec<Vec<&Observed<'_>>> = Vec::new();
+    let mut doubts = Vec::new();
+    let mut reasons = Vec::new();
+    let mut contradiction = false;
+    for o in observed.iter().filter(|o| o.confident()) {
+        let Some(v) = o.value() else { continue };
+        let mut home = None;
+        for (g, group) in groups.iter().enumerate() {
+            let rep = group[0];
+            match compare::same(rep.value().unwrap_or(v), v) {
+                Relation::Holds => {
+                    home = Some(g);
+                    break;
+                }
+                Relation::Broken(why) => {
+                    contradiction = true;
+                    if !why.is_empty() && !reasons.contains(&why) {
+                        reasons.push(why);
+                    }
+                }
+                Relation::Incomparable(why) => {
+                    doubts.push(msg!("{} vs {}: {why}", rep.described(), o.described()));
+                }
+            }
+        }
+        match home {
+            Some(g) => groups[g].push(o),
+            None => groups.push(vec![o]),
+        }
+    }
+    if contradiction {
+        let listed = listing(
+            groups.iter().map(|g| {
+                let docs = g.iter().map(|o| DocName(o.doc));
+                msg!("{} on {}", Printed(g[0]), listing(docs, ", "))
+            }),
+            "; ",
+        );
+        let why = if reasons.is_empty() {
+            String::new()
+        } else {
+            msg!(" ({})", reasons.join("; "))
+        };
+        return Verdict::new(
+            RuleOutcome::Fail,
+            msg!("{field} disagrees: {listed}{why}"),
+            values,
+        );
+    }
+    doubts.extend(observed.iter().filter_map(|o| o.doubt(case.floor)));
+    if !doubts.is_empty() {
+        return Verdict::new(RuleOutcome::ReviewRequired, listing(doubts, "; "), values);
+    }
+    if observed.len() == 1 {
+        return Verdict::new(
+            RuleOutcome::NotApplicable,
+            msg!(
+                "only {} carries {field}; nothing to compare it with",
+                DocName(observed[0].doc)
+            ),
+            values,
+        );
+    }
+    Verdict::new(
+        RuleOutcome::Pass,
+        msg!(
+            "{field} agrees on {} documents: {}",
+            observed.len(),
+            Printed(&observed[0])
+        ),
+        values,
+    )
+}
+
+/// EXACT_MATCH `{left, right}`, NUMERIC_TOLERANCE, DATE_WINDOW.
+///
+/// Fails when every confident left value contradicts every confident right one (whichever
+/// document is the real one, they disagree); passes when every pair holds and every value is
+/// confident; otherwise asks for review, naming why (a doubtful value, or several documents on
+/// one side of which some agree and some do not).
+pub(super) fn pair(case: &Case<'_>, left: &FieldRef, right: &FieldRef, test: &PairTest) -> Verdict {
+    let l = case.observe(&left.document_type, &left.field);
+    let r = case.observe(&right.document_type, &right.field);
+    let values = l.iter().chain(&r).map(Observed::compared).collect();
+    if l.is_empty() || r.is_empty() {
+        let mut absent = Vec::new();
+        for (side, t) in [(&l, &left.document_type), (&r, &right.document_type)] {
+            if side.is_empty() && !absent.contains(&t.as_str()) {
+                absent.push(t.as_str());
+            }
+        }
+        return Verdict::new(
+            RuleOutcome::NotApplicable,
+            msg!("no {} document", either(&absent)),
+            values,
+        );
+    }
+    let (mut holds, mut broken, mut incomparable) = (0usize, Vec::new(), Vec::new());
+    let mut first_hold = None;
+    for a in l.iter().filter(|o| o.confident()) {
+        for b in r.iter().filter(|o| o.confident()) {
+            let (Some(x), Some(y)) = (a.value(), b.value()) else {
+                continue;
+            };
+            match relate(test, x, y) {
+                Relation::Holds => {
+                    holds += 1;
+                    first_hold.get_or_insert((a, b));
+                }
+                Relation::Broken(why) => broken.push(pair_text(test, a, b, false, &why)),
+                Relation::Incomparable(why) => {
+                    incomparable.push(pair_text(test, a, b, false, &why))
+                }
+            }
+        }
+    }
+    if !broken.is_empty() && holds == 0 && incomparable.is_empty() {
+        return Verdict::new(RuleOutcome::Fail, listing(broken, "; "), values);
+    }
+    let mut doubts = incomparable;
+    doubts.extend(l.iter().chain(&r).filter_map(|o| o.doubt(case.floor)));
+    if !broken.is_empty() {
+        let pairs = holds + broken.len();
+        doubts.push(msg!(
+            "ambiguous: {} of {pairs} document pairs disagree ({})",
+            broken.len(),
+            broken[0]
+        ));
+    }
+    if !doubts.is_empty() {
+        return Verdict::new(RuleOutcome::ReviewRequired, listing(doubts, "; "), values);
+    }
+    let Some((a, b)) = first_hold else {
+        // Unreachable: no doubts means every value is confident, and both sides are present.
+        return Verdict::new(
+            RuleOutcome::ReviewRequired,
+            "nothing to compare".into(),
+            values,
+        );
+    };
+    let mut message = pair_text(test, a, b, true, show(|f| holds_text(f, test, a, b)));
+    let docs = l.len() + r.len();
+    if docs > 2 {
+        let _ = write!(message, " (all {docs} documents)");
+    }
+    Verdict::new(RuleOutcome::Pass, message, values)
+}
+
+fn relate(test: &PairTest, a: &crate::parse::Value, b: &crate::parse::Value) -> Relation {
+    match test {
+        PairTest::Equal => compare::same(a, b),
+        PairTest::Tolerance { absolute, relative } => {
+            compare::within(a, b, absolute.as_ref(), relative.as_ref())
+        }
+        PairTest::DateWindow { min_days, max_days } => match compare::days_between(a, b) {
+            Ok(days) => {
+                let ok = min_days.is_none_or(|m| days >= m) && max_days.is_none_or(|m| days <= m);
+                if ok {
+                    Relation::Holds
+                } else {
+                    Relation::Broken(msg!(
+                        "{days} days, allowed {}",
+                        Window(*min_days, *max_days)
+                    ))
+                }
+            }
+            Err(r) => r,
+        },
+    }
+}
+
+/// What a passing pair shows after the colon.
+fn holds_text(
+    f: &mut fmt::Formatter<'_>,
+    test: &PairTest,
+    a: &Observed<'_>,
+    b: &Observed<'_>,
+) -> fmt::Result {
+    match test {
+        PairTest::Equal => Ok(()),
+        PairTest::Tolerance { absolute, relative } => {
+            let unit = match a.value() {
+                Some(crate::parse::Value::Weight { .. }) => " kg",
+                _ => "",
+            };
+            let allowed = Tolerances {
+                absolute: absolute.as_ref(),
+                relative: relative.as_ref(),
+                unit,
+            };
+            write!(f, "within {allowed}")
+        }
+        PairTest::DateWindow { min_days, max_days } => match (a.value(), b.value()) {
+            (Some(x), Some(y)) => match compare::days_between(x, y) {
+                Ok(days) => write!(f, "{days} days, within {}", Window(*min_days, *max_days)),
+                Err(_) => Ok(()),
+            },
+            _ => Ok(()),
+        },
+    }
+}
+
+/// `left matches right` / `left does not match right: why` / `left and right: why` /
+/// `left to right: why`; nothing after the colon when `why` writes nothing.
+fn pair_text(
+    test: &PairTest,
+    a: &Observed<'_>,
+    b: &Observed<'_>,
+    holds: bool,
+    why: impl fmt::Display,
+) -> String {
+    let verb = match test {
+        PairTest::Equal if holds => "matches",
+        PairTest::Equal => "does not match",
+        PairTest::Tolerance { .. } => "and",
+        PairTest::DateWindow { .. } => "to",
+    };
+    let mut text = String::with_capacity(192);
+    let _ = write!(text, "{} {verb} {}", a.described(), b.described());
+    let mark = text.len();
+    let _ = write!(text, ": {why}");
+    if text.len() == mark + 2 {
+        text.truncate(mark);
+    }
+    text
+}
+
+/// Whether both readings have a value and the values are the same.
+fn same_value(a: &Observed<'_>, b: &Observed<'_>) -> bool {
+    match (a.value(), b.value()) {
+        (Some(x), Some(y)) => compare::same(x, y) == Relation::Holds,
+        _ => false,
+    }
+}
+
+/// `0 to 30 days` / `at least 0 days` / `at most 30 days`.
+struct Window(Option<i64>, Option<i64>);
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.0, self.1) {
+            (Some(lo), Some(hi)) => write!(f, "{lo} to {hi} days"),
+            (Some(lo), None) => write!(f, "at least {lo} days"),
+            (None, Some(hi)) => write!(f, "at most {hi} days"),
+            (None, None) => f.write_str("any number of days"),
+        }
+    }
+}
+
+/// AUTHORITY_PRECEDENCE: the authority's value is the case's; every other document that
+/// confidently disagrees with it is flagged and fails the rule.
+pub(super) fn authority(
+    case: &Case<'_>,
+    field: &str,
+    authority: &str,
+    others: &[String],
+) -> Verdict {
+    let auth = case.observe(authority, field);
+    let rest: Vec<Observed<'_>> = others.iter().flat_map(|t| case.observe(t, field)).collect();
+    let values = auth.iter().chain(&rest).map(Observed::compared).collect();
+    if auth.is_empty() {
+        if rest.is_empty() {
+            let mut names = vec![authority];
+            names.extend(others.iter().map(String::as_str));
+            return Verdict::new(
+                RuleOutcome::NotApplicable,
+                msg!("no {} document", either(&names)),
+                values,
+            );
+        }
+        let carriers = listing(rest.iter().map(|o| DocName(o.doc)), ", ");
+        let verb = if rest.len() == 1 { "carries" } else { "carry" };
+        return Verdict::new(
+            RuleOutcome::ReviewRequired,
+            msg!("no {authority} document to settle {field}, which {carriers} {verb}"),
+            values,
+        );
+    }
+    let settled: Vec<&Observed<'_>> = auth.iter().filter(|o| o.confident()).collect();
+    let mut doubts: Vec<String> = auth.iter().filter_map(|o| o.doubt(case.floor)).collect();
+    // Several authority documents that disagree leave no single authoritative value.
+    if let Some(first) = settled.first() {
+        let split: Vec<String> = settled[1..]
+            .iter()
+            .filter(|o| !same_value(first, o))
+            .map(|o| o.described().to_string())
+            .collect();
+        if !split.is_empty() {
+            doubts.push(msg!(
+                "the {authority} documents disagree: {} vs {}",
+                first.described(),
+                listing(split, ", ")
+            ));
+        }
+    }
+    let mut flagged = Vec::new();
+    let mut agree = 0usize;
+    for o in &rest {
+        if let Some(d) = o.doubt(case.floor) {
+            doubts.push(d);
+            continue;
+        }
+        if settled.is_empty() {
+            continue;
+        }
+        let (mut holds, mut broken, mut incomparable) = (0usize, 0usize, None);
+        for a in &settled {
+            let (Some(x), Some(y)) = (a.value(), o.value()) else {
+                continue;
+            };
+            match compare::same(x, y) {
+                Relation::Holds => holds += 1,
+                Relation::Broken(_) => broken += 1,
+                Relation::Incomparable(why) => {
+                    incomparable.get_or_insert(why);
+                }
+            }
+        }
+        if let Some(why) = incomparable {
+            doubts.push(msg!("{}: {why}", o.described()));
+        } else if holds == 0 {
+            flagged.push(o);
+        } else if broken == 0 {
+            agree += 1;
+        } else {
+            doubts.push(msg!(
+                "{} agrees with only some {authority} documents",
+                o.described()
+            ));
+        }
+    }
+    if !flagged.is_empty() {
+        let authoritative = listing(settled.iter().map(|a| a.described()), ", ");
+        let disagree = listing(
+            flagged
+                .iter()
+                .map(|o| show(move |f| write!(f, "{} says {}", DocName(o.doc), Printed(o)))),
+            "; ",
+        );
+        return Verdict::new(
+            RuleOutcome::Fail,
+            msg!("{authoritative} is authoritative; {disagree}"),
+            values,
+        );
+    }
+    if !doubts.is_empty() {
+        return Verdict::new(RuleOutcome::ReviewRequired, listing(doubts, "; "), values);
+    }
+    let message = match settled.first() {
+        Some(a) if agree == 0 => msg!(
+            "{} is authoritative; no other document carries it",
+            a.described()
+        ),
+        Some(a) => msg!(
+            "{} is authoritative; {agree} other document{} agree{}",
+            a.described(),
+            if agree == 1 { "" } else { "s" },
+            if agree == 1 { "s" } else { "" }
+        ),
+        None => "nothing to settle".to_owned(),
+    };
+    Verdict::new(RuleOutcome::Pass, message, values)
+}

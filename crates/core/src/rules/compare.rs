@@ -1,0 +1,428 @@
+//! How two parsed values compare.
+//!
+//! Values are compared as what they mean, not as the characters printed: identifiers ignore
+//! case, spaces and punctuation (`INV-2024/001` is `inv 2024 001`), numbers compare by value
+//! whatever their scale or kind (`12.50` is `12.5` is the integer 12.5 would be), weights in
+//! kilograms, money by amount within one currency. Arithmetic is exact on [`Decimal`] and
+//! falls back to `f64` only where a product or difference would overflow it.
+
+use std::fmt;
+
+use super::params::Tolerance;
+use crate::parse::{Decimal, Value};
+
+/// What holds between two values.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Relation {
+    /// They agree (are equal, or within tolerance, or within the window).
+    Holds,
+    /// They contradict each other; the text says how (may be empty for plain inequality).
+    Broken(String),
+    /// They cannot be compared (different kinds, different currencies for a tolerance).
+    Incomparable(String),
+}
+
+/// Whether `a` and `b` are the same value.
+pub(crate) fn same(a: &Value, b: &Value) -> Relation {
+    use Value::*;
+    let verdict = |equal: bool| {
+        if equal {
+            Relation::Holds
+        } else {
+            Relation::Broken(String::new())
+        }
+    };
+    match (a, b) {
+        (Text(_) | ContainerNumber { .. }, Text(_) | ContainerNumber { .. }) => {
+            verdict(same_identifier(identifier(a), identifier(b)))
+        }
+        (Integer(_) | Decimal(_), Integer(_) | Decimal(_)) => verdict(number(a) == number(b)),
+        (
+            Money {
+                amount: x,
+                currency: cx,
+            },
+            Money {
+                amount: y,
+                currency: cy,
+            },
+        ) => match currencies_differ(cx, cy) {
+            Some(why) => Relation::Broken(why),
+            None => verdict(x == y),
+        },
+        (Weight { kg: x, .. }, Weight { kg: y, .. }) => verdict(x == y),
+        (Date(x), Date(y)) => verdict(x == y),
+        _ => incomparable(a, b),
+    }
+}
+
+/// Whether `a` and `b` are within the tolerances (either one suffices).
+pub(crate) fn within(
+    a: &Value,
+    b: &Value,
+    absolute: Option<&Tolerance>,
+    relative: Option<&Tolerance>,
+) -> Relation {
+    use Value::*;
+    let (x, y, unit) = match (a, b) {
+        (Integer(_) | Decimal(_), Integer(_) | Decimal(_)) => (number(a), number(b), ""),
+        (
+            Money {
+                amount: x,
+                currency: cx,
+            },
+            Money {
+                amount: y,
+                currency: cy,
+            },
+        ) => {
+            // No exchange rate is known here, and guessing one could hide a real gap.
+            if let Some(why) = currencies_differ(cx, cy) {
+                return Relation::Incomparable(format!(
+                    "{why}; amounts in different currencies need a person to convert them"
+                ));
+            }
+            (*x, *y, "")
+        }
+        (Weight { kg: x, .. }, Weight { kg: y, .. }) => (*x, *y, " kg"),
+        _ => return incomparable(a, b),
+    };
+    let diff = Num::abs_diff(x, y);
+    let scale = Num::max_abs(x, y);
+    let ok_abs = absolute.is_some_and(|t| diff.le(Num::Exact(t.exact)));
+    let ok_rel = relative.is_some_and(|t| diff.le(scale.times(t)));
+    if ok_abs || ok_rel {
+        return Relation::Holds;
+    }
+    let pct = if scale.f64() > 0.0 {
+        format!(" ({:.2}%)", diff.f64() / scale.f64() * 100.0)
+    } else {
+        String::new()
+    };
+    let allowed = Tolerances {
+        absolute,
+        relative,
+        unit,
+    };
+    Relation::Broken(format!("differ by {diff}{unit}{pct}, allowed {allowed}"))
+}
+
+/// `right − left` in days, when both are dates.
+pub(crate) fn days_between(left: &Value, right: &Value) -> Result<i64, Relation> {
+    match (left, right) {
+        (Value::Date(l), Value::Date(r)) => {
+            Ok(r.days_since_unix_epoch() - l.days_since_unix_epoch())
+        }
+        _ => Err(incomparable(left, right)),
+    }
+}
+
+/// `±1.00` / `2%` / `±1.00 or 2%`.
+pub(crate) struct Tolerances<'a> {
+    pub absolute: Option<&'a Tolerance>,
+    pub relative: Option<&'a Tolerance>,
+    /// Appended to the absolute tolerance (` kg`).
+    pub unit: &'a str,
+}
+
+impl fmt::Display for Tolerances<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(t) = self.absolute {
+            write!(f, "±{}{}", t.exact, self.unit)?;
+        }
+        if let Some(t) = self.relative {
+            if self.absolute.is_some() {
+                f.write_str(" or ")?;
+            }
+            match t.exact.checked_mul(Decimal::from_integer(100)) {
+                Some(pct) => write!(f, "{}%", pct.normalized())?,
+                None => write!(f, "{}%", t.approx * 100.0)?,
+            }
+        }
+        if self.absolute.is_none() && self.relative.is_none() {
+            f.write_str("no difference")?;
+        }
+        Ok(())
+    }
+}
+
+/// A value as a person would write it (used when the printed text is not known).
+pub(crate) struct Shown<'a>(pub &'a Value);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Value::Text(s) => f.write_str(s),
+            Value::Integer(n) => write!(f, "{n}"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Money {
+                amount,
+                currency: Some(c),
+            } => write!(f, "{c} {amount}"),
+            Value::Money { amount, .. } => write!(f, "{amount}"),
+            Value::Weight { kg, .. } => write!(f, "{kg} kg"),
+            Value::Date(d) => write!(f, "{d}"),
+            Value::ContainerNumber { code, .. } => f.write_str(code),
+        }
+    }
+}
+
+/// The text of an identifier value.
+fn identifier(v: &Value) -> &str {
+    match v {
+        Value::Text(s) => s,
+        Value::ContainerNumber { code, .. } => code,
+        _ => "",
+    }
+}
+
+/// Whether two identifiers are the same once case, spaces and punctuation are dropped.
+fn same_identifier(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    // Nearly every identifier on a trade document is ASCII, and Unicode case folding per
+    // character costs several times the byte comparison, in a loop rules run per pair.
+    if a.is_ascii() && b.is_ascii() {
+        return ascii_key(a).eq(ascii_key(b));
+    }
+    unicode_key(a).eq(unicode_key(b))
+}
+
+fn ascii_key(s: &str) -> impl Iterator<Item = u8> + '_ {
+    s.bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+}
+
+fn unicode_key(s: &str) -> impl Iterator<Item = char> + '_ {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+}
+
+fn number(v: &Value) -> Decimal {
+    match v {
+        Value::Integer(n) => Decimal::from_integer(*n),
+        Value::Decimal(d) => *d,
+        _ => Decimal::ZERO,
+    }
+}
+
+/// Two known, different currencies; an amount without a currency is taken to be in the
+/// other's (the workflow's default currency already filled it in where one is declared).
+fn currencies_differ(a: &Option<String>, b: &Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(x), Some(y)) if !x.eq_ignore_ascii_case(y) => {
+            Some(format!("different currencies: {x} and {y}"))
+        }
+        _ => None,
+    }
+}
+
+fn incomparable(a: &Value, b: &Value) -> Relation {
+    Relation::Incomparable(format!(
+        "a {} value cannot be compared with a {} value",
+        a.kind(),
+        b.kind()
+    ))
+}
+
+/// A non-negative quantity, exact when [`Decimal`] can hold it.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Exact(Decimal),
+    Approx(f64),
+}
+
+impl Num {
+    fn abs_diff(x: Decimal, y: Decimal) -> Num {
+        let scale = x.scale().max(y.scale());
+        let exact = lift(x, scale)
+            .zip(lift(y, scale))
+            .and_then(|(a, b)| a.checked_sub(b))
+            .and_then(i128::checked_abs)
+            .and_then(|units| Decimal::new(units, scale));
+        match exact {
+            Some(d) => Num::Exact(d),
+            None => Num::Approx((x.to_f64() - y.to_f64()).abs()),
+        }
+    }
+
+    fn max_abs(x: Decimal, y: Decimal) -> Num {
+        let abs = |d: Decimal| {
+            d.units()
+                .checked_abs()
+                .and_then(|u| Decimal::new(u, d.scale()))
+        };
+        match (abs(x), abs(y)) {
+            (Some(a), Some(b)) => Num::Exact(a.max(b)),
+            _ => Num::Approx(x.to_f64().abs().max(y.to_f64().abs())),
+        }
+    }
+
+    fn times(self, t: &Tolerance) -> Num {
+        match self {
+            Num::Exact(d) => d
+                .checked_mul(t.exact)
+                .map_or(Num::Approx(d.to_f64() * t.approx), Num::Exact),
+            Num::Approx(f) => Num::Approx(f * t.approx),
+        }
+    }
+
+    fn f64(self) -> f64 {
+        match self {
+            Num::Exact(d) => d.to_f64(),
+            Num::Approx(f) => f,
+        }
+    }
+
+    /// `self ≤ bound`, exactly when both are exact.
+    fn le(self, bound: Num) -> bool {
+        match (self, bound) {
+            (Num::Exact(a), Num::Exact(b)) => a <= b,
+            _ => self.f64() <= bound.f64(),
+        }
+    }
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Num::Exact(d) => write!(f, "{}", d.normalized()),
+            Num::Approx(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+/// `d`'s units at a larger `scale`, or `None` on overflow.
+fn lift(d: Decimal, scale: u32) -> Option<i128> {
+    10i128
+        .checked_pow(scale - d.scale())
+        .and_then(|p| d.units().checked_mul(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{container, date, dec, kg, money, text};
+
+    fn tol(s: &str) -> Tolerance {
+        let exact: Decimal = s.parse().unwrap();
+        Tolerance {
+            exact,
+            approx: exact.to_f64(),
+        }
+    }
+
+    #[test]
+    fn identifiers_ignore_case_spaces_and_punctuation() {
+        assert_eq!(
+            same(&text("INV-2024/001"), &text("inv 2024 001")),
+            Relation::Holds
+        );
+        assert_eq!(
+            same(&text("MSCU 123456-6"), &container("MSCU1234566")),
+            Relation::Holds
+        );
+        assert_eq!(
+            same(&text("INV-1"), &text("INV-2")),
+            Relation::Broken(String::new())
+        );
+    }
+
+    #[test]
+    fn numbers_compare_by_value_across_kinds() {
+        assert_eq!(same(&Value::Integer(12), &dec("12.00")), Relation::Holds);
+        assert_eq!(same(&dec("0.30"), &dec("0.3")), Relation::Holds);
+        assert!(matches!(same(&dec("1"), &dec("1.01")), Relation::Broken(_)));
+        assert_eq!(same(&kg("1000.0"), &kg("1000")), Relation::Holds);
+        assert_eq!(
+            same(&date("2024-06-12"), &date("2024-06-12")),
+            Relation::Holds
+        );
+    }
+
+    #[test]
+    fn money_in_different_currencies_is_not_equal_and_not_comparable_within_tolerance() {
+        assert_eq!(
+            same(&money("100.00", Some("USD")), &money("100", None)),
+            Relation::Holds
+        );
+        assert_eq!(
+            same(&money("100", Some("USD")), &money("100", Some("EUR"))),
+            Relation::Broken("different currencies: USD and EUR".into())
+        );
+        let r = within(
+            &money("100", Some("USD")),
+            &money("100", Some("EUR")),
+            Some(&tol("1")),
+            None,
+        );
+        assert!(
+            matches!(r, Relation::Incomparable(ref m) if m.contains("USD and EUR")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn incomparable_kinds_say_so() {
+        assert_eq!(
+            same(&text("x"), &dec("1")),
+            Relation::Incomparable("a text value cannot be compared with a decimal value".into())
+        );
+        assert!(days_between(&date("2024-01-01"), &text("x")).is_err());
+    }
+
+    #[test]
+    fn tolerances_are_exact_at_the_boundary() {
+        // 0.1 + 0.2 style trap: exactly 2% apart must pass a 2% tolerance.
+        assert_eq!(
+            within(&dec("100"), &dec("98"), None, Some(&tol("0.02"))),
+            Relation::Holds
+        );
+        assert_eq!(
+            within(&dec("0.3"), &dec("0.1"), Some(&tol("0.2")), None),
+            Relation::Holds
+        );
+        assert_eq!(
+            within(&kg("1000"), &kg("979.99"), None, Some(&tol("0.02"))),
+            Relation::Broken("differ by 20.01 kg (2.00%), allowed 2%".into())
+        );
+        // Either tolerance suffices.
+        assert_eq!(
+            within(&dec("10"), &dec("11"), Some(&tol("1")), Some(&tol("0.01"))),
+            Relation::Holds
+        );
+        assert_eq!(
+            within(&dec("0"), &dec("0"), None, Some(&tol("0"))),
+            Relation::Holds
+        );
+    }
+
+    #[test]
+    fn huge_values_fall_back_to_floats_without_panicking() {
+        let big = Value::Decimal(Decimal::new(i128::MAX, 0).unwrap());
+        let small = Value::Decimal(Decimal::new(-i128::MAX, 0).unwrap());
+        assert!(matches!(
+            within(&big, &small, Some(&tol("1")), Some(&tol("0.5"))),
+            Relation::Broken(_)
+        ));
+        assert_eq!(
+            within(&big, &big, None, Some(&tol("0.000001"))),
+            Relation::Holds
+        );
+    }
+
+    #[test]
+    fn days_are_right_minus_left() {
+        assert_eq!(
+            days_between(&date("2024-02-28"), &date("2024-03-01")),
+            Ok(2)
+        );
+        assert_eq!(
+            days_between(&date("2024-03-01"), &date("2024-02-28")),
+            Ok(-2)
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! Evaluating a compiled ruleset over a case's facts, and the decision that follows.
+//!
+//! Every rule yields one [`RuleResult`], then every built-in safeguard yields one, always, so
+//! a decision shows what was checked as well as what failed. The decision is BLOCKED when a
+//! rule whose `on_fail` is BLOCKED fails; else REVIEW_REQUIRED when anything asks a person
+//! (a REVIEW_REQUIRED result, or a failed rule whose `on_fail` is REVIEW_REQUIRED); else READY.
+//!
+//! Evaluation is a pure function of the ruleset and the facts. Documents are sorted by
+//! (document type, source, first page, last page, segment) before anything reads them, and
+//! competing facts of one field are chosen by a total order, so the same case gives the same
+//! results, messages included, in whatever order the store returned its rows.
+
+use serde::{Deserialize, Serialize};
+
+use super::checks::{self, Case};
+use super::facts::{CaseFacts, Evidence};
+use super::safeguards;
+use super::spec::{CompiledRuleset, OnFail};
+use super::{RuleOutcome, RuleTemplate};
+use crate::parse::Value;
+use crate::DecisionStatus;
+
+/// Ids of the built-in safeguards, in the order their results follow the rules' results.
+pub const SAFEGUARD_IDS: &[&str] = &[
+    safeguards::UNKNOWN_DOCUMENT,
+    safeguards::EMPTY_DOCUMENT,
+    safeguards::LOW_CONFIDENCE,
+    safeguards::NO_RULES,
+];
+
+/// One document value a rule looked at, with its evidence.
+///
+/// Rules about whole documents (REQUIRED_DOCUMENT, the unknown-page and empty-document
+/// safeguards) give one entry per document found, with an empty `field`, no value, and the
+/// document's source and first page as evidence. An unclassified page range has the
+/// document type `UNKNOWN` (never a workflow id, which is lower case).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedValue {
+    /// The document's type.
+    pub document_type: String,
+    /// The field, or empty for a whole document.
+    pub field: String,
+    /// The value; `None` when missing (or for a whole document).
+    pub value: Option<Value>,
+    /// Where it was read. For a missing value, the document's source and first page.
+    pub evidence: Evidence,
+}
+
+/// What one rule (or safeguard) found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleResult {
+    /// The rule's id, or one of [`SAFEGUARD_IDS`].
+    pub rule_id: String,
+    /// The rule's template ([`RuleTemplate::Safeguard`] for a safeguard).
+    pub template: RuleTemplate,
+    /// What it found.
+    pub outcome: RuleOutcome,
+    /// What a failure does to the decision; `None` for a safeguard (which never fails, it
+    /// asks for review).
+    pub on_fail: Option<OnFail>,
+    /// What was found, naming the documents and the values as printed.
+    pub message: String,
+    /// Every document value the rule looked at, in document order.
+    pub values: Vec<ComparedValue>,
+}
+
+/// The decision for one case generation, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    /// READY, BLOCKED or REVIEW_REQUIRED.
+    pub status: DecisionStatus,
+    /// One sentence: the status and the rules that led to it.
+    pub summary: String,
+    /// The rules' results in ruleset order, then the safeguards' in [`SAFEGUARD_IDS`] order.
+    pub results: Vec<RuleResult>,
+}
+
+/// Evaluates `ruleset` over `facts`.
+pub fn evaluate(ruleset: &CompiledRuleset, facts: &CaseFacts) -> Evaluation {
+    let case = Case::new(facts, ruleset.policy.confidence_floor);
+    let mut results = Vec::with_capacity(ruleset.rules.len() + SAFEGUARD_IDS.len());
+    for rule in &ruleset.rules {
+        let verdict = checks::run(&rule.check, &case);
+        results.push(RuleResult {
+            rule_id: rule.spec.id.clone(),
+            template: rule.spec.template,
+            outcome: verdict.outcome,
+            on_fail: Some(rule.spec.on_fail),
+            message: verdict.message,
+            values: verdict.values,
+        });
+    }
+    results.extend(safeguards::run(ruleset, &case));
+    let status = decide(&results);
+    Evaluation {
+        status,
+        summary: summarize(status, &results),
+        results,
+    }
+}
+
+/// Whether `result` asks a person to look.
+fn needs_review(result: &RuleResult) -> bool {
+    match result.outcome {
+        RuleOutcome::ReviewRequired => true,
+        RuleOutcome::Fail => result.on_fail != Some(OnFail::Blocked),
+        RuleOutcome::Pass | RuleOutcome::NotApplicable => false,
+    }
+}
+
+fn blocks(result: &RuleResult) -> bool {
+    result.outcome == RuleOutcome::Fail && result.on_fail == Some(OnFail::Blocked)
+}
+
+/// The decision rule of DESIGN §5.
+fn decide(results: &[RuleResult]) -> DecisionStatus {
+    if results.iter().any(blocks) {
+        DecisionStatus::Blocked
+    } else if results.iter().any(needs_review) {
+        DecisionStatus::ReviewRequired
+    } else {
+        DecisionStatus::Ready
+    }
+}
+
+/// How many rule ids a summary names before it counts the rest.
+const NAMED_IN_SUMMARY: usize = 3;
+
+/// `BLOCKED: container_agrees failed; 2 need review (a, b)` / `READY: 4 rules passed`.
+fn summarize(status: DecisionStatus, results: &[RuleResult]) -> String {
+    let ids = |keep: &dyn Fn(&RuleResult) -> bool| -> Vec<&str> {
+        results
+            .iter()
+            .filter(|r| keep(r))
+            .map(|r| r.rule_id.as_str())
+            .collect()
+    };
+    let failed = ids(&|r| r.outcome == RuleOutcome::Fail);
+    let review = ids(&|r| r.outcome == RuleOutcome::ReviewRequired);
+    let mut parts = Vec::new();
+    if !failed.is_empty() {
+        parts.push(format!("{} failed", name_some(&failed)));
+    }
+    if !review.is_empty() {
+        let verb = if review.len() == 1 { "needs" } else { "need" };
+        parts.push(if review.len() == 1 {
+            format!("{} {verb} review", review[0])
+        } else {
+            format!("{} {verb} review ({})", review.len(), name_some(&review))
+        });
+    }
+    if parts.is_empty() {
+        let passed = results
+            .iter()
+            .filter(|r| r.template != RuleTemplate::Safeguard && r.outcome == RuleOutcome::Pass)
+            .count();
+        let na = results
+            .iter()
+            .filter(|r| r.outcome == RuleOutcome::NotApplicable)
+            .count();
+        let rules = if passed == 1 { "rule" } else { "rules" };
+        parts.push(if na == 0 {
+            format!("{passed} {rules} passed")
+        } else {
+            format!("{passed} {rules} passed, {na} not applicable")
+        });
+    }
+    format!("{status}: {}", parts.join("; "))
+}
+
+fn name_some(ids: &[&str]) -> String {
+    let shown = ids[..ids.len().min(NAMED_IN_SUMMARY)].join(", ");
+    if ids.len() > NAMED_IN_SUMMARY {
+        format!("{shown} and {} more", ids.len() - NAMED_IN_SUMMARY)
+    } else {
+        shown
+    }
+}
+
+#[cfg(test)]
+#[path = "evaluate_props.rs"]
+mod props;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::testkit::{compile, container, doc, facts, text, with};
+    use serde_json::json;
+
+    fn result(id: &str, outcome: RuleOutcome, on_fail: Option<OnFail>) -> RuleResult {
+        RuleResult {
+            rule_id: id.into(),
+            template: if on_fail.is_some() {
+                RuleTemplate::ExactMatch
+            } else {
+                RuleTemplate::Safeguard
+            },
+            outcome,
+            on_fail,
+            message: String::new(),
+            values: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_decision_follows_design_section_5() {
+        use OnFail::Blocked;
+        use RuleOutcome::{Fail, NotApplicable, Pass};
+        let ok = result("a", Pass, Some(Blocked));
+        let na = result("n", NotApplicable, Some(Blocked));
+        let soft_fail = result("s", Fail, Some(OnFail::ReviewRequired));
+        let hard_fail = result("h", Fail, Some(Blocked));
+        let review = result("r", RuleOutcome::ReviewRequired, Some(Blocked));
+        let guard = result("g", RuleOutcome::ReviewRequired, None);
+        assert_eq!(decide(&[ok.clone(), na.clone()]), DecisionStatus::Ready);
+        assert_eq!(
+            decide(&[ok.clone(), soft_fail.clone()]),
+            DecisionStatus::ReviewRequired
+        );
+        assert_eq!(
+            decide(std::slice::from_ref(&review)),
+            DecisionStatus::ReviewRequired
+        );
+        assert_eq!(
+            decide(std::slice::from_ref(&guard)),
+            DecisionStatus::ReviewRequired
+        );
+        assert_eq!(
+            decide(&[soft_fail, review, guard, hard_fail]),
+            DecisionStatus::Blocked
+        );
+    }
+
+    #[test]
+    fn summaries_name_what_led_to_the_decision() {
+        use OnFail::Blocked;
+        use RuleOutcome::{Fail, NotApplicable, Pass};
+        let rs = [
+            result("container_agrees", Fail, Some(Blocked)),
+            result("weight", RuleOutcome::ReviewRequired, Some(Blocked)),
+            result(
+                "safeguard_low_confidence",
+                RuleOutcome::ReviewRequired,
+                None,
+            ),
+        ];
+        assert_eq!(
+            summarize(DecisionStatus::Blocked, &rs),
+            "BLOCKED: container_agrees failed; 2 need review (weight, safeguard_low_confidence)"
+        );
+        let rs = [
+            result("a", Pass, Some(Blocked)),
+            result("b", Pass, Some(Blocked)),
+            result("c", NotApplicable, Some(Blocked)),
+            result("safeguard_no_rules", Pass, None),
+        ];
+        assert_eq!(
+            summarize(DecisionStatus::Ready, &rs),
+            "READY: 2 rules passed, 1 not applicable"
+        );
+        let many: Vec<RuleResult> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|id| result(id, Fail, Some(OnFail::ReviewRequired)))
+            .collect();
+        assert_eq!(
+            summarize(DecisionStatus::ReviewRequired, &many),
+            "REVIEW_REQUIRED: a, b, c and 2 more failed"
+        );
+    }
+
+    #[test]
+    fn an_unconfigured_workflow_never_reads_ready() {
+        let case = facts(vec![with(
+            doc("bill_of_lading", 1),
+            &[("bl_number", text("MAEU1"), 0.99)],
+        )]);
+        let ev = evaluate(&CompiledRuleset::default(), &case);
+        assert_eq!(ev.status, DecisionStatus::ReviewRequired);
+        assert_eq!(
+            ev.summary,
+            "REVIEW_REQUIRED: safeguard_no_rules needs review"
+        );
+        let ids: Vec<&str> = ev.results.iter().map(|r| r.rule_id.as_str()).collect();
+        assert_eq!(ids, SAFEGUARD_IDS);
+        let no_rules = &ev.results[3];
+        assert_eq!(no_rules.message, "no rules configured");
+        assert_eq!(no_rules.on_fail, None);
+        assert_eq!(no_rules.template, RuleTemplate::Safeguard);
+    }
+
+    #[test]
+    fn a_clean_case_is_ready_and_every_safeguard_passes() {
+        let rules = compile(json!([{
+            "id": "container_agrees", "template": "EXACT_MATCH", "on_fail": "BLOCKED",
+            "params": {"field": "container_number", "document_types": ["bill_of_lading", "customs_declaration"]}
+        }]));
+        let case = facts(vec![
+            with(
+                doc("bill_of_lading", 1),
+                &[("container_number", container("MSCU1234566"), 0.95)],
+            ),
+            with(
+                doc("customs_declaration", 2),
+                &[("container_number", container("MSCU1234566"), 0.9)],
+            ),
+        ]);
+        let ev = evaluate(&rules, &case);
+        assert_eq!(ev.status, DecisionStatus::Ready, "{ev:#?}");
+        assert_eq!(ev.summary, "READY: 1 rule passed");
+        assert!(ev.results.iter().all(|r| r.outcome == RuleOutcome::Pass));
+        assert_eq!(ev.results.len(), 1 + SAFEGUARD_IDS.len());
+    }
+}
