@@ -221,8 +221,25 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
         }
     }
     match &case.decision {
-        Some(d) => println!("\ndecision   v{} {} — {}", d.version, d.status, d.summary),
+        Some(d) => {
+            let rules = match (d.ruleset.id, d.ruleset.version) {
+                (Some(id), Some(v)) => format!("ruleset v{v} ({id})"),
+                _ => format!("{} rules", d.ruleset.source),
+            };
+            println!(
+                "\ndecision   v{} {} — {}\n           {} by {}, {}",
+                d.version, d.status, d.summary, d.origin, d.decided_by, rules
+            );
+            print_rule_results(&d.rule_results);
+        }
         None => println!("\ndecision   none yet"),
+    }
+    if let Some(resolution) = &c.resolution {
+        println!(
+            "resolution {} by {}",
+            resolution,
+            c.resolved_by.as_deref().unwrap_or("?")
+        );
     }
     println!("\nhistory:");
     for a in &case.audit {
@@ -235,4 +252,51 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rule results as a table: outcome first, so failures stand out; then each compared
+/// value with its document and page.
+fn print_rule_results(results: &[ironclad_store::read::RuleResultView]) {
+    if results.is_empty() {
+        return;
+    }
+    println!(
+        "\n  {:<16} {:<28} {:<21} {:<15} message",
+        "outcome", "rule", "template", "on fail"
+    );
+    for r in results {
+        println!(
+            "  {:<16} {:<28} {:<21} {:<15} {}",
+            r.outcome,
+            short(&r.rule_id, 28),
+            r.template,
+            r.on_fail.as_deref().unwrap_or("-"),
+            r.message
+        );
+        if r.outcome == "PASS" || r.outcome == "NOT_APPLICABLE" {
+            continue;
+        }
+        for v in r.values.as_array().into_iter().flatten() {
+            let value = v
+                .get("value")
+                .filter(|x| !x.is_null())
+                .map(|x| x.get("value").unwrap_or(x).to_string())
+                .unwrap_or_else(|| "(none)".into());
+            let page = v
+                .pointer("/evidence/page")
+                .and_then(|p| p.as_u64())
+                .map(|p| format!("page {}", p + 1))
+                .unwrap_or_default();
+            println!(
+                "  {:<16}   {}.{} = {} {}",
+                "",
+                v.get("document_type")
+                    .and_then(|x| x.as_str())
+                    .unwrap_or("?"),
+                v.get("field").and_then(|x| x.as_str()).unwrap_or("?"),
+                short(&value, 40),
+                page
+            );
+        }
+    }
 }

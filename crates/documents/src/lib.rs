@@ -21,6 +21,7 @@
 pub mod fixtures;
 pub mod inspect;
 pub mod processor;
+pub mod rules;
 pub mod sniff;
 pub mod workflows;
 

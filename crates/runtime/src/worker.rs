@@ -26,7 +26,9 @@ use ironclad_core::{Envelope, FailureCode, JobKind};
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessedSource, ProcessorError, SourceInput,
 };
+use ironclad_documents::rules::{self, ChosenRules};
 use ironclad_queue::{Delivery, Queue};
+use ironclad_store::decisions::{RulesApplied, RulesSource};
 use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, Failure, FinalizeOutcome};
 use ironclad_store::{Store, StoreError, Transition};
 use rand::Rng;
@@ -454,6 +456,8 @@ impl Worker {
             .await?;
         Ok(match recorded.as_deref() {
             Some("SUCCEEDED") => Handled::Succeeded,
+            // a reprocess cancelled the job: its result is ignored, the message is done
+            Some("CANCELLED") => Handled::Succeeded,
             Some("RETRY_SCHEDULED") => Handled::RetryScheduled,
             Some("FAILED") => Handled::Failed,
             _ => Handled::LeaseLost,
@@ -461,8 +465,24 @@ impl Worker {
     }
 
     async fn finalize(&self, job: &ClaimedJob) -> Result<Handled, RuntimeError> {
+        let chosen = self.rules_for(job).await?;
+        if let Some(problem) = &chosen.problem {
+            tracing::warn!(case_id = %job.case_id, %problem, "deciding without the expected rules");
+        }
+        let applied = RulesApplied {
+            ruleset: &chosen.ruleset,
+            source: if chosen.managed.is_some() {
+                RulesSource::Ruleset
+            } else {
+                RulesSource::Workflow
+            },
+            ruleset_id: chosen.managed.map(|m| m.0),
+            ruleset_version: chosen.managed.map(|m| m.1),
+        };
         let outcome = self
-            .patiently("committing the decision", || self.store.finalize_case(job))
+            .patiently("committing the decision", || {
+                self.store.finalize_case(job, &applied)
+            })
             .await?;
         match outcome {
             FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => Ok(Handled::Succeeded),
@@ -471,6 +491,42 @@ impl Worker {
                     .await
             }
         }
+    }
+
+    /// The rules that decide the job's case: the tenant's active ruleset for the case's
+    /// workflow, else the workflow's own rules (see `ironclad_documents::rules`).
+    async fn rules_for(&self, job: &ClaimedJob) -> Result<ChosenRules, RuntimeError> {
+        let context = self
+            .patiently("reading the case's rules", || {
+                self.store.decision_context(job.case_id.0, None)
+            })
+            .await?;
+        let Some(context) = context else {
+            return Ok(rules::choose(None, None));
+        };
+        let workflow = match &self.workflows {
+            None => None,
+            Some(catalog) => {
+                let resolved = self
+                    .patiently("resolving the case's workflow", || {
+                        pinned_workflow_of(
+                            catalog,
+                            job.case_id,
+                            context.workflow.as_deref(),
+                            context.workflow_id,
+                        )
+                    })
+                    .await?;
+                resolved.unwrap_or_else(|message| {
+                    tracing::warn!(case_id = %job.case_id, %message, "case workflow unusable for rules");
+                    None
+                })
+            }
+        };
+        Ok(rules::choose(
+            workflow.as_ref().map(|w| w.workflow.as_ref()),
+            context.active_ruleset.as_ref(),
+        ))
     }
 
     async fn fail(&self, job: &ClaimedJob, failure: &Failure) -> Result<Transition, RuntimeError> {

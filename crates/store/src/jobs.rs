@@ -3,8 +3,8 @@
 //! Every statement that ends a run carries the lease token the claim handed out, so a worker
 //! whose lease expired (and whose job another worker rescued) cannot overwrite the outcome.
 
+use crate::decisions::{self, RulesApplied};
 use crate::{secs, Store, StoreError, StoreResult, Transition};
-use ironclad_core::decision::NO_RULESET_SUMMARY;
 use ironclad_core::outbox::job_message_key;
 use ironclad_core::{CaseId, Envelope, FailureCode, JobId, JobKind, JobStatus, SourceId};
 use std::time::Duration;
@@ -266,31 +266,6 @@ ORDER BY lease_expires_at LIMIT $1
 
 const JOB_CASE: &str = "SELECT case_id FROM jobs WHERE id = $1";
 
-/// Writes the generation's decision (exactly one per generation: a rerun finds it and writes
-/// nothing) under the next version of the case, moves the case to AWAITING_REVIEW and records
-/// DECISION_GENERATED. Runs after [`CASE_LOCK`], so the next version cannot be taken by a
-/// concurrent writer; a version conflict anyway is an error, never a silent no-op.
-/// Parameters: $1 case, $2 generation, $3 decision id, $4 status, $5 summary, $6 evidence.
-const DECISION_WRITE: &str = r#"
-WITH decision AS (
-    INSERT INTO decisions (id, case_id, generation, version, status, summary, evidence)
-    SELECT $3, c.id, $2,
-           (SELECT coalesce(max(version), 0) + 1 FROM decisions WHERE case_id = $1), $4, $5, $6
-    FROM cases c WHERE c.id = $1 AND c.generation = $2 AND c.status IN ('INGESTED', 'PROCESSING')
-    ON CONFLICT (case_id, generation) DO NOTHING
-    RETURNING id, case_id, version, status
-), moved AS (
-    UPDATE cases SET status = 'AWAITING_REVIEW', status_reason = NULL, updated_at = now()
-    WHERE id IN (SELECT case_id FROM decision)
-)
-INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data)
-SELECT d.case_id, c.tenant_id, 'system:finalize', 'DECISION_GENERATED',
-       json_build_object('decision_id', d.id, 'version', d.version, 'status', d.status,
-                         'generation', $2::int)
-FROM decision d JOIN cases c ON c.id = d.case_id
-RETURNING case_id
-"#;
-
 /// id, case, source, kind, generation, attempt, max attempts, budget start.
 type ClaimRow = (Uuid, Uuid, Option<Uuid>, String, i32, i32, i32, i32);
 
@@ -547,6 +522,9 @@ impl Store {
             FailGuard::Message { case, kind } => query.bind(case).bind(kind),
         };
         let rows = query.execute(&mut *tx).await?.rows_affected();
+        if rows > 0 {
+            crate::notify::announce_case_failed(&mut tx, target.case).await?;
+        }
         tx.commit().await?;
         Ok(applied(rows))
     }
@@ -633,11 +611,15 @@ impl Store {
     /// Completes a finalize job: writes the generation's decision exactly once. A decision
     /// version taken meanwhile by a writer that did not hold the case lock is a conflict: the
     /// whole transaction is tried again (it then takes the next version), never skipped.
-    pub async fn finalize_case(&self, job: &ClaimedJob) -> StoreResult<FinalizeOutcome> {
+    pub async fn finalize_case(
+        &self,
+        job: &ClaimedJob,
+        rules: &RulesApplied<'_>,
+    ) -> StoreResult<FinalizeOutcome> {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.finalize_case_once(job).await {
+            match self.finalize_case_once(job, rules).await {
                 Err(StoreError::Conflict { constraint })
                     if constraint == DECISION_VERSION_CONSTRAINT && tries < 3 =>
                 {
@@ -648,7 +630,11 @@ impl Store {
         }
     }
 
-    async fn finalize_case_once(&self, job: &ClaimedJob) -> StoreResult<FinalizeOutcome> {
+    async fn finalize_case_once(
+        &self,
+        job: &ClaimedJob,
+        rules: &RulesApplied<'_>,
+    ) -> StoreResult<FinalizeOutcome> {
         let mut tx = self.pool().begin().await?;
         sqlx::query(CASE_LOCK)
             .bind(job.case_id.0)
@@ -663,23 +649,19 @@ impl Store {
         let Some((case_id, generation)) = done else {
             return Ok(FinalizeOutcome::Stale);
         };
-        let evidence = serde_json::json!({ "ruleset": null, "generation": generation });
-        let decided = sqlx::query(DECISION_WRITE)
-            .bind(case_id)
-            .bind(generation)
-            .bind(Uuid::now_v7())
-            .bind(ironclad_core::DecisionStatus::ReviewRequired.as_str())
-            .bind(NO_RULESET_SUMMARY)
-            .bind(evidence)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            > 0;
+        let decided = decisions::decide(
+            &mut tx,
+            case_id,
+            generation,
+            decisions::Origin::Finalize,
+            "system:finalize",
+            rules,
+        )
+        .await?;
         tx.commit().await?;
-        Ok(if decided {
-            FinalizeOutcome::Decided
-        } else {
-            FinalizeOutcome::AlreadyDecided
+        Ok(match decided {
+            Some(_) => FinalizeOutcome::Decided,
+            None => FinalizeOutcome::AlreadyDecided,
         })
     }
 }

@@ -15,13 +15,34 @@ pub struct PipelineGauges {
     pub cases_by_status: Vec<(String, i64)>,
     /// Jobs per status.
     pub jobs_by_status: Vec<(String, i64)>,
+    /// Webhook deliveries waiting for an attempt (PENDING).
+    pub webhook_pending: i64,
+    /// Age in seconds of the oldest due PENDING webhook delivery (0 when none).
+    pub webhook_oldest_pending_age_seconds: f64,
+    /// Webhook deliveries that gave up (DEAD), waiting for an admin's requeue.
+    pub webhook_dead: i64,
+    /// Decisions waiting for a person (PENDING reviews).
+    pub reviews_pending: i64,
+    /// How long the oldest pending review has waited, in seconds (0 when none): the fifth
+    /// pilot measure, with the resolved waits' histogram kept by the API.
+    pub review_oldest_pending_age_seconds: f64,
 }
 
-const GAUGES_OUTBOX: &str = r#"
-SELECT count(*) FILTER (WHERE status = 'PENDING'),
-       coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'PENDING' AND available_at <= now())), 0)::float8,
-       count(*) FILTER (WHERE status = 'DEAD')
-FROM outbox WHERE status IN ('PENDING', 'DEAD')
+/// The outbox, the webhook deliveries (both outboxes) and the review queue in one round trip,
+/// so a scrape stays at three statements.
+const GAUGES_OUTBOXES: &str = r#"
+SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.oldest FROM
+(SELECT count(*) FILTER (WHERE status = 'PENDING') AS pending,
+        coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'PENDING' AND available_at <= now())), 0)::float8 AS oldest,
+        count(*) FILTER (WHERE status = 'DEAD') AS dead
+ FROM outbox WHERE status IN ('PENDING', 'DEAD')) o,
+(SELECT count(*) FILTER (WHERE status = 'PENDING') AS pending,
+        coalesce(extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE status = 'PENDING' AND next_attempt_at <= now())), 0)::float8 AS oldest,
+        count(*) FILTER (WHERE status = 'DEAD') AS dead
+ FROM webhook_deliveries WHERE status IN ('PENDING', 'DEAD')) w,
+(SELECT count(*) AS pending,
+        coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest
+ FROM reviews WHERE status = 'PENDING') r
 "#;
 const GAUGES_CASES: &str = "SELECT status, count(*) FROM cases GROUP BY status ORDER BY status";
 const GAUGES_JOBS: &str = "SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status";
@@ -29,8 +50,19 @@ const GAUGES_JOBS: &str = "SELECT status, count(*) FROM jobs GROUP BY status ORD
 impl Store {
     /// Reads the pipeline gauges.
     pub async fn pipeline_gauges(&self) -> StoreResult<PipelineGauges> {
-        let (outbox_pending, outbox_oldest_pending_age_seconds, outbox_dead): (i64, f64, i64) =
-            sqlx::query_as(GAUGES_OUTBOX).fetch_one(self.pool()).await?;
+        type Outboxes = (i64, f64, i64, i64, f64, i64, i64, f64);
+        let (
+            outbox_pending,
+            outbox_oldest_pending_age_seconds,
+            outbox_dead,
+            webhook_pending,
+            webhook_oldest_pending_age_seconds,
+            webhook_dead,
+            reviews_pending,
+            review_oldest_pending_age_seconds,
+        ): Outboxes = sqlx::query_as(GAUGES_OUTBOXES)
+            .fetch_one(self.pool())
+            .await?;
         let cases_by_status = sqlx::query_as(GAUGES_CASES).fetch_all(self.pool()).await?;
         let jobs_by_status = sqlx::query_as(GAUGES_JOBS).fetch_all(self.pool()).await?;
         Ok(PipelineGauges {
@@ -39,6 +71,11 @@ impl Store {
             outbox_dead,
             cases_by_status,
             jobs_by_status,
+            webhook_pending,
+            webhook_oldest_pending_age_seconds,
+            webhook_dead,
+            reviews_pending,
+            review_oldest_pending_age_seconds,
         })
     }
 }

@@ -28,6 +28,12 @@ pub struct CaseSummary {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// How a RESOLVED case was resolved (APPROVED, REJECTED, OVERRIDDEN).
+    pub resolution: Option<String>,
+    /// Who resolved it.
+    pub resolved_by: Option<String>,
+    /// When.
+    pub resolved_at: Option<DateTime<Utc>>,
 }
 
 /// A source as shown with its case.
@@ -99,10 +105,53 @@ pub struct DecisionView {
     pub status: String,
     /// One-line summary.
     pub summary: String,
-    /// Frozen evidence.
+    /// The frozen snapshot of what the rules saw (documents, facts, evidence, rules); left
+    /// out of JSON views (the report serves it).
+    #[serde(skip)]
     pub evidence: serde_json::Value,
     /// Written.
     pub created_at: DateTime<Utc>,
+    /// `finalize` or `reevaluate`.
+    pub origin: String,
+    /// Who wrote it.
+    pub decided_by: String,
+    /// The rules applied: where from, and the managed ruleset's id and version.
+    #[sqlx(flatten)]
+    pub ruleset: RulesetRef,
+    /// One result per rule and safeguard, in evaluation order.
+    #[sqlx(skip)]
+    pub rule_results: Vec<RuleResultView>,
+}
+
+/// Which rules a decision applied.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RulesetRef {
+    /// `workflow` (the workflow file's rules) or `ruleset` (a managed ruleset).
+    #[sqlx(rename = "rules_source")]
+    pub source: String,
+    /// The managed ruleset.
+    #[sqlx(rename = "ruleset_id")]
+    pub id: Option<Uuid>,
+    /// Its version.
+    #[sqlx(rename = "ruleset_version")]
+    pub version: Option<i32>,
+}
+
+/// One rule's result in a decision.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RuleResultView {
+    /// The rule (or safeguard) id.
+    pub rule_id: String,
+    /// Its template.
+    pub template: String,
+    /// PASS, FAIL, REVIEW_REQUIRED or NOT_APPLICABLE.
+    pub outcome: String,
+    /// What a failure makes the decision (rules only).
+    pub on_fail: Option<String>,
+    /// What was found.
+    pub message: String,
+    /// The compared values, each with its evidence.
+    pub values: serde_json::Value,
 }
 
 /// An audit event.
@@ -221,7 +270,7 @@ pub struct StuckCase {
 
 const CASE_GET: &str =
     "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
-     created_at, updated_at FROM cases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)";
+     created_at, updated_at, resolution, resolved_by, resolved_at FROM cases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)";
 const CASE_SOURCES: &str =
     "SELECT id, filename, sha256, media_type, size_bytes, pages, created_at \
      FROM sources WHERE case_id = $1 ORDER BY created_at, id";
@@ -230,8 +279,12 @@ const CASE_JOBS: &str =
      lease_owner, lease_expires_at, last_error, error_code, dead_lettered_at, result, created_at, \
      finished_at FROM jobs WHERE case_id = $1 ORDER BY generation, kind DESC, created_at, id";
 const CASE_DECISION: &str =
-    "SELECT id, generation, version, status, summary, evidence, created_at \
+    "SELECT id, generation, version, status, summary, evidence, created_at, origin, decided_by, \
+     rules_source, ruleset_id, ruleset_version \
      FROM decisions WHERE case_id = $1 ORDER BY version DESC LIMIT 1";
+const DECISION_RULE_RESULTS: &str =
+    "SELECT rule_id, template, outcome, on_fail, message, \"values\" FROM rule_results \
+     WHERE decision_id = $1 ORDER BY ordinal";
 const CASE_PAGES: &str =
     "SELECT source_id, page_index, method, confidence, rotation, doc_type, class_confidence, \
      class_reason FROM pages WHERE case_id = $1 AND generation = $2 ORDER BY source_id, page_index";
@@ -246,7 +299,7 @@ const CASE_AUDIT: &str =
 /// Keyset page: newest first, strictly after the cursor (created_at, id).
 const CASE_LIST: &str =
     "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
-     created_at, updated_at FROM cases \
+     created_at, updated_at, resolution, resolved_by, resolved_at FROM cases \
      WHERE ($1::uuid IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR status = $2) \
        AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
      ORDER BY created_at DESC, id DESC LIMIT $5";
@@ -254,7 +307,7 @@ const CASE_LIST: &str =
 /// Open cases idle beyond the threshold, with their unfinished jobs' state.
 const CASE_STUCK: &str =
     "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
-     created_at, updated_at FROM cases \
+     created_at, updated_at, resolution, resolved_by, resolved_at FROM cases \
      WHERE status IN ('INGESTED', 'PROCESSING') AND updated_at < now() - make_interval(secs => $1) \
      ORDER BY updated_at LIMIT $2";
 
@@ -398,10 +451,16 @@ impl Store {
                 },
             )
             .collect();
-        let decision = sqlx::query_as(CASE_DECISION)
+        let mut decision: Option<DecisionView> = sqlx::query_as(CASE_DECISION)
             .bind(id.0)
             .fetch_optional(self.pool())
             .await?;
+        if let Some(d) = decision.as_mut() {
+            d.rule_results = sqlx::query_as(DECISION_RULE_RESULTS)
+                .bind(d.id)
+                .fetch_all(self.pool())
+                .await?;
+        }
         let audit = sqlx::query_as(CASE_AUDIT)
             .bind(id.0)
             .fetch_all(self.pool())

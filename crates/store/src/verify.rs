@@ -121,14 +121,15 @@ WHERE status = 'FAILED' AND (id = ANY($1) OR failure_code IS DISTINCT FROM 'docu
 ORDER BY updated_at, id
 "#;
 
-/// One decision per case generation: generations with several decisions, cases in review or
-/// resolved without a decision for their current generation, and decisions for a generation the
-/// case has not reached. No parameters.
+/// One finalize decision per case generation (a reevaluation adds versions on purpose):
+/// generations finalized more than once, cases in review or resolved without a decision for
+/// their current generation, and decisions for a generation the case has not reached. No
+/// parameters.
 const VERIFY_DECISIONS_PER_GENERATION: &str = r#"
 SELECT case_id,
-       'generation ' || generation || ' has ' || count(*) || ' decisions ('
+       'generation ' || generation || ' has ' || count(*) || ' finalize decisions ('
        || string_agg(id::text, ', ' ORDER BY version) || ')' AS problem
-FROM decisions GROUP BY case_id, generation HAVING count(*) > 1
+FROM decisions WHERE origin = 'finalize' GROUP BY case_id, generation HAVING count(*) > 1
 UNION ALL
 SELECT c.id, c.status || ' without a decision for its generation ' || c.generation
 FROM cases c

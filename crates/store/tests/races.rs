@@ -189,7 +189,11 @@ async fn a_decision_version_taken_concurrently_is_not_a_silent_no_op() -> anyhow
     .await?;
     let finalizing = tokio::spawn({
         let store = store.clone();
-        async move { store.finalize_case(&finalize).await }
+        async move {
+            store
+                .finalize_case(&finalize, &ironclad_testkit::harness::no_rules())
+                .await
+        }
     });
     wait_until_waiting(&store, "transactionid").await?;
     other.commit().await?;

@@ -146,7 +146,12 @@ async fn intake_to_single_decision() -> anyhow::Result<()> {
         &Envelope::new(JobId(fid), case.case_id, JobKind::FinalizeCase, 1),
     )
     .await?;
-    assert_eq!(store.finalize_case(&fin).await?, FinalizeOutcome::Decided);
+    assert_eq!(
+        store
+            .finalize_case(&fin, &ironclad_testkit::harness::no_rules())
+            .await?,
+        FinalizeOutcome::Decided
+    );
     assert_eq!(
         count(
             store,
@@ -270,12 +275,97 @@ async fn schema_refuses_the_impossible() -> anyhow::Result<()> {
         .is_err());
     // every core spelling is accepted by the CHECKs
     for s in ironclad_core::CaseStatus::ALL {
-        let sql = "UPDATE cases SET status = $1, status_reason = 'r' WHERE id = $2";
+        let sql = "UPDATE cases SET status = $1, status_reason = 'r', \
+                   resolution = CASE WHEN $1 = 'RESOLVED' THEN 'APPROVED' END, \
+                   resolved_at = CASE WHEN $1 = 'RESOLVED' THEN now() END WHERE id = $2";
         sqlx::query(sql)
             .bind(s.as_str())
             .bind(case.case_id.0)
             .execute(store.pool())
             .await?;
+    }
+    // the decision-side enums agree with their CHECKs too: each spelling is accepted, and an
+    // unknown one refused, by the column's own constraint
+    let spellings: [(&str, &str, Vec<&str>); 7] = [
+        (
+            "reviews",
+            "status",
+            ironclad_core::review::ReviewStatus::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+        (
+            "reviews",
+            "resolution",
+            ironclad_core::review::Resolution::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+        (
+            "notifications",
+            "type",
+            ironclad_core::notification::NotificationType::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+        (
+            "webhook_deliveries",
+            "status",
+            ironclad_core::notification::DeliveryStatus::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+        (
+            "rulesets",
+            "status",
+            ironclad_core::notification::RulesetStatus::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+        (
+            "rule_results",
+            "outcome",
+            ironclad_core::rules::RuleOutcome::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+        (
+            "rule_results",
+            "template",
+            ironclad_core::rules::RuleTemplate::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+    ];
+    for (table, column, values) in spellings {
+        let check: String = sqlx::query_scalar(
+            "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid \
+             WHERE t.relname = $1 AND c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%' || $2 || '%' \
+             AND pg_get_constraintdef(c.oid) LIKE '%ANY%' LIMIT 1",
+        )
+        .bind(table)
+        .bind(format!("({column}"))
+        .fetch_one(store.pool())
+        .await?;
+        for v in &values {
+            assert!(
+                check.contains(&format!("'{v}'")),
+                "{table}.{column} CHECK lacks {v}: {check}"
+            );
+        }
+        let listed = check.matches("::text").count();
+        assert_eq!(
+            listed,
+            values.len(),
+            "{table}.{column} CHECK lists other values: {check}"
+        );
     }
     for s in ironclad_core::JobStatus::ALL {
         let sql = "UPDATE jobs SET status = $1, lease_owner = 'o', lease_token = gen_random_uuid(), lease_expires_at = now(), \

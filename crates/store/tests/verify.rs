@@ -269,10 +269,16 @@ async fn missing_extra_and_future_decisions_break_one_decision_per_generation() 
     assert_clean(&verify(&p, None).await?);
 
     // Case 0: awaiting review, but its decision is gone.
-    exec(&p, "DELETE FROM decisions WHERE case_id = $1", cases[0]).await?;
+    for table in [
+        "rule_results WHERE decision_id IN (SELECT id FROM decisions WHERE case_id = $1)",
+        "reviews WHERE case_id = $1",
+        "decisions WHERE case_id = $1",
+    ] {
+        exec(&p, &format!("DELETE FROM {table}"), cases[0]).await?;
+    }
     // Case 1: a second decision for generation 1 (the constraint that forbids it dropped, as a
     // migration gone wrong would).
-    sqlx::query("ALTER TABLE decisions DROP CONSTRAINT decisions_case_id_generation_key")
+    sqlx::query("DROP INDEX decisions_one_finalize_per_generation")
         .execute(p.store().pool())
         .await?;
     let add_decision = "INSERT INTO decisions (id, case_id, generation, version, status, summary)
@@ -295,7 +301,7 @@ async fn missing_extra_and_future_decisions_break_one_decision_per_generation() 
             cases[0],
             "AWAITING_REVIEW without a decision for its generation 1",
         ),
-        (cases[1], "generation 1 has 2 decisions"),
+        (cases[1], "generation 1 has 2 finalize decisions"),
         (
             cases[2],
             "is for generation 2 but the case is at generation 1",

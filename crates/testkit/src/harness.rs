@@ -285,3 +285,16 @@ impl Pipeline {
         self.db.drop_database().await;
     }
 }
+
+/// The rules of a case without a workflow: none (the decision then asks for review). For
+/// store tests that finalize directly.
+pub fn no_rules() -> ironclad_store::decisions::RulesApplied<'static> {
+    static EMPTY: std::sync::OnceLock<ironclad_core::rules::CompiledRuleset> =
+        std::sync::OnceLock::new();
+    ironclad_store::decisions::RulesApplied {
+        ruleset: EMPTY.get_or_init(ironclad_documents::rules::no_rules),
+        source: ironclad_store::decisions::RulesSource::Workflow,
+        ruleset_id: None,
+        ruleset_version: None,
+    }
+}

@@ -77,7 +77,7 @@ async fn create_case(
 }
 
 /// The `Idempotency-Key` header, if present; malformed keys are refused (400).
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(None);
     };

@@ -266,6 +266,36 @@ fn write_scrape_gauges(
             "Outbox rows that gave up publishing.",
             g.outbox_dead as f64,
         );
+        single(
+            out,
+            "ironclad_webhook_deliveries_pending",
+            "Webhook deliveries waiting for an attempt.",
+            g.webhook_pending as f64,
+        );
+        single(
+            out,
+            "ironclad_webhook_oldest_pending_age_seconds",
+            "Age of the oldest due webhook delivery waiting for an attempt.",
+            g.webhook_oldest_pending_age_seconds,
+        );
+        single(
+            out,
+            "ironclad_webhook_deliveries_dead",
+            "Webhook deliveries that gave up, waiting for an admin's requeue.",
+            g.webhook_dead as f64,
+        );
+        single(
+            out,
+            "ironclad_reviews_pending",
+            "Decisions waiting for a person.",
+            g.reviews_pending as f64,
+        );
+        single(
+            out,
+            "ironclad_review_oldest_pending_age_seconds",
+            "How long the oldest pending review has waited (resolved waits: ironclad_review_wait_seconds).",
+            g.review_oldest_pending_age_seconds,
+        );
         let cases = CaseStatus::ALL.iter().map(|s| s.as_str());
         by_status(
             out,
@@ -369,6 +399,11 @@ mod tests {
             outbox_dead: 0,
             cases_by_status: vec![("INGESTED".into(), 2), ("WEIRD\"".into(), 1)],
             jobs_by_status: vec![],
+            webhook_pending: 2,
+            webhook_oldest_pending_age_seconds: 0.5,
+            webhook_dead: 1,
+            reviews_pending: 2,
+            review_oldest_pending_age_seconds: 90.0,
         };
         let pending = PendingSummary {
             count: 4,
@@ -383,6 +418,10 @@ mod tests {
         assert!(out.contains("ironclad_cases{status=\"WEIRD\\\"\"} 1\n"));
         assert!(out.contains("ironclad_jobs{status=\"PENDING\"} 0\n"));
         assert!(out.contains("ironclad_stream_pending 4\n"));
+        assert!(out.contains("ironclad_webhook_deliveries_pending 2\n"));
+        assert!(out.contains("ironclad_webhook_deliveries_dead 1\n"));
+        assert!(out.contains("ironclad_reviews_pending 2\n"));
+        assert!(out.contains("ironclad_review_oldest_pending_age_seconds 90\n"));
         assert!(out.contains("ironclad_stream_oldest_pending_age_seconds 2.5\n"));
         assert!(out.contains("ironclad_scrape_source_up{source=\"redis\"} 1\n"));
     }

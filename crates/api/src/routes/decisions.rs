@@ -1,0 +1,333 @@
+//! What people do with decisions: the review queue, resolving a review, reprocessing a case
+//! and reevaluating it under the active rules.
+//!
+//! Every action carries an `Idempotency-Key` (required): the first answer is stored with the
+//! action in one transaction, a replay gets it back (with `Idempotent-Replayed: true`), and
+//! another request under the same key gets 409. Other tenants' and unknown cases are 404.
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::cases::{idempotency_key, IDEMPOTENT_REPLAYED};
+use crate::state::AppState;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ironclad_core::review::{ReviewAction, ReviewStatus};
+use ironclad_core::role::Role;
+use ironclad_core::CaseId;
+use ironclad_documents::rules as case_rules;
+use ironclad_store::decisions::{RulesApplied, RulesSource};
+use ironclad_store::read::{decode_cursor, encode_cursor};
+use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
+use ironclad_store::reprocess::ReprocessRequest;
+use ironclad_store::reviews::ReviewRequest;
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+/// Histogram of how long resolved decisions waited for a person (the fifth pilot measure;
+/// the oldest pending wait is a gauge on `/metrics`).
+pub const REVIEW_WAIT_SECONDS: &str = "ironclad_review_wait_seconds";
+
+/// Longest review comment or reprocess reason accepted.
+pub const MAX_COMMENT_CHARS: usize = 4000;
+
+/// The decision routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/reviews", get(list_reviews))
+        .route("/v1/cases/{id}/reviews", post(review_case))
+        .route("/v1/cases/{id}/reprocess", post(reprocess_case))
+        .route("/v1/cases/{id}/reevaluate", post(reevaluate_case))
+}
+
+#[derive(Debug, Deserialize)]
+struct ReviewListParams {
+    status: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// `GET /v1/reviews?status=PENDING` (any role): oldest first, with age and decision status.
+async fn list_reviews(
+    State(state): State<AppState>,
+    caller: Caller,
+    params: Result<Query<ReviewListParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(p) = params.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
+    let status: ReviewStatus = p
+        .status
+        .as_deref()
+        .unwrap_or("PENDING")
+        .parse()
+        .map_err(|_| {
+            ApiError::bad_request(
+                "invalid_status",
+                "status must be PENDING, RESOLVED or CANCELLED",
+            )
+        })?;
+    let limit = match p.limit.as_deref() {
+        None => 50,
+        Some(raw) => raw
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=500).contains(n))
+            .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit must be 1..=500"))?,
+    };
+    let after = match p.cursor.as_deref() {
+        None => None,
+        Some(raw) => Some(
+            decode_cursor(raw)
+                .ok_or_else(|| ApiError::bad_request("invalid_cursor", "cursor is not valid"))?,
+        ),
+    };
+    let rows = state
+        .store
+        .list_reviews(caller.0.tenant_id.0, status, after, limit)
+        .await?;
+    let next = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| encode_cursor(r.created_at, r.id)))
+        .flatten();
+    Ok(Json(json!({ "reviews": rows, "next_cursor": next })).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReviewBody {
+    action: ReviewAction,
+    expected_decision_version: i32,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+/// `POST /v1/cases/{id}/reviews` (reviewer or admin).
+async fn review_case(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+    body: Result<Json<ReviewBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Reviewer, Role::Admin], "resolve reviews")?;
+    let case = case_id(id)?;
+    let Json(body) = body.map_err(invalid_body)?;
+    check_text("comment", body.comment.as_deref())?;
+    let key = action_key(&caller, "review", &headers, case, &body_fingerprint(&body))?;
+    let req = ReviewRequest {
+        case: case.0,
+        action: body.action,
+        expected_decision_version: body.expected_decision_version,
+        comment: body.comment.clone(),
+        actor: actor(&caller),
+        actor_role: caller.0.role.as_str().to_owned(),
+    };
+    let answer = state
+        .store
+        .resolve_review(&key, &req, |r| {
+            json!({
+                "review_id": r.review_id, "case_id": r.case_id, "status": "RESOLVED",
+                "resolution": r.resolution, "decision_version": r.decision_version,
+                "actor": r.actor, "resolved_at": r.resolved_at,
+                "waited_seconds": (r.resolved_at - r.opened_at).num_milliseconds() as f64 / 1000.0,
+            })
+        })
+        .await
+        .map_err(action_error)?;
+    if !answer.replayed {
+        if let Some(waited) = answer.body.get("waited_seconds").and_then(|w| w.as_f64()) {
+            metrics::histogram!(REVIEW_WAIT_SECONDS).record(waited);
+        }
+    }
+    Ok(reply(answer))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReprocessBody {
+    #[serde(default)]
+    source_ids: Option<Vec<uuid::Uuid>>,
+    reason: String,
+}
+
+/// `POST /v1/cases/{id}/reprocess` (operator or admin): a new generation.
+async fn reprocess_case(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+    body: Result<Json<ReprocessBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Operator, Role::Admin], "reprocess cases")?;
+    let case = case_id(id)?;
+    let Json(body) = body.map_err(invalid_body)?;
+    if body.reason.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            "reason is required: say why the case is read again",
+        ));
+    }
+    check_text("reason", Some(&body.reason))?;
+    if body.source_ids.as_ref().is_some_and(|s| s.len() > 1000) {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            "at most 1000 source_ids",
+        ));
+    }
+    let fingerprint =
+        body_fingerprint(&json!({"source_ids": body.source_ids, "reason": body.reason}));
+    let key = action_key(&caller, "reprocess", &headers, case, &fingerprint)?;
+    let req = ReprocessRequest {
+        case: case.0,
+        source_ids: body.source_ids.clone(),
+        reason: body.reason.clone(),
+        actor: actor(&caller),
+        max_attempts: state.config.max_attempts,
+    };
+    let answer = state
+        .store
+        .reprocess_case(&key, &req, |r| json!(r))
+        .await
+        .map_err(action_error)?;
+    Ok(reply(answer))
+}
+
+/// `POST /v1/cases/{id}/reevaluate` (reviewer or admin): a new decision version under the
+/// active rules, from the facts already read.
+async fn reevaluate_case(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Reviewer, Role::Admin], "reevaluate cases")?;
+    let case = case_id(id)?;
+    let key = action_key(&caller, "reevaluate", &headers, case, "")?;
+    let tenant = caller.0.tenant_id.0;
+    let context = state
+        .store
+        .decision_context(case.0, Some(tenant))
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let workflow_yaml = match context.workflow_id {
+        Some(id) => state.store.workflow_by_id(id).await?.map(|w| w.source_yaml),
+        None => match context.workflow.as_deref() {
+            Some(name) => state
+                .store
+                .latest_workflow(name)
+                .await?
+                .map(|w| w.source_yaml),
+            None => None,
+        },
+    };
+    let chosen =
+        case_rules::choose_for_yaml(workflow_yaml.as_deref(), context.active_ruleset.as_ref());
+    if let Some(problem) = &chosen.problem {
+        tracing::warn!(case_id = %case, %problem, "reevaluating without the expected rules");
+    }
+    let applied = RulesApplied {
+        ruleset: &chosen.ruleset,
+        source: if chosen.managed.is_some() {
+            RulesSource::Ruleset
+        } else {
+            RulesSource::Workflow
+        },
+        ruleset_id: chosen.managed.map(|m| m.0),
+        ruleset_version: chosen.managed.map(|m| m.1),
+    };
+    let answer = state
+        .store
+        .reevaluate_case(
+            &key,
+            case.0,
+            &applied,
+            &actor(&caller),
+            |d| json!({"case_id": case, "decision": d}),
+        )
+        .await
+        .map_err(action_error)?;
+    Ok(reply(answer))
+}
+
+/// Who did it, as the audit trail and the case record it.
+pub(crate) fn actor(caller: &Caller) -> String {
+    format!("apikey:{}", caller.0.key_id)
+}
+
+fn case_id(id: Result<Path<String>, PathRejection>) -> Result<CaseId, ApiError> {
+    id.ok()
+        .and_then(|Path(raw)| raw.parse().ok())
+        .ok_or_else(ApiError::not_found)
+}
+
+fn invalid_body(e: JsonRejection) -> ApiError {
+    ApiError::client(e.status(), "invalid_body", e.body_text())
+}
+
+fn check_text(field: &'static str, text: Option<&str>) -> Result<(), ApiError> {
+    if text.is_some_and(|t| t.chars().count() > MAX_COMMENT_CHARS) {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            format!("{field} is longer than {MAX_COMMENT_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+fn body_fingerprint(body: &impl std::fmt::Debug) -> String {
+    hex::encode(Sha256::digest(format!("{body:?}").as_bytes()))
+}
+
+/// The request's replay key: required on every case action.
+fn action_key(
+    caller: &Caller,
+    action: &'static str,
+    headers: &HeaderMap,
+    case: CaseId,
+    fingerprint: &str,
+) -> Result<ActionKey, ApiError> {
+    let key = idempotency_key(headers)?.ok_or_else(|| {
+        ApiError::bad_request(
+            "missing_idempotency_key",
+            "this action needs an Idempotency-Key header, so a retried request is applied once",
+        )
+    })?;
+    Ok(ActionKey {
+        tenant: caller.0.tenant_id.0,
+        action,
+        key: key.as_str().to_owned(),
+        fingerprint: hex::encode(Sha256::digest(format!("{case}:{fingerprint}").as_bytes())),
+    })
+}
+
+pub(crate) fn action_error(e: ActionError) -> ApiError {
+    match e {
+        ActionError::NotFound => ApiError::not_found(),
+        ActionError::KeyReused => ApiError::client(
+            StatusCode::CONFLICT,
+            "idempotency_key_reused",
+            "this Idempotency-Key was already used for a different request",
+        ),
+        ActionError::Conflict { message, current } => {
+            ApiError::client(StatusCode::CONFLICT, "conflict", message)
+                .with_details(json!({ "current": current }))
+        }
+        ActionError::Refused(message) => {
+            ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, "not_allowed", message)
+        }
+        ActionError::Store(e) => e.into(),
+    }
+}
+
+fn reply(answer: ActionAnswer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, Json(answer.body)).into_response();
+    if answer.replayed {
+        response
+            .headers_mut()
+            .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    }
+    response
+}

@@ -1,0 +1,254 @@
+//! `/v1/rulesets` (admin): versioned rules per workflow — create a DRAFT, validate it against
+//! the workflow, activate it (the previous ACTIVE one is RETIRED), list, show and diff.
+//! Activation never changes decided cases; `POST /v1/cases/{id}/reevaluate` does, per case.
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::decisions::actor;
+use crate::state::AppState;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ironclad_core::role::Role;
+use ironclad_core::rules::{RuleIssue, RulesetSpec};
+use ironclad_documents::rules as case_rules;
+use ironclad_store::rulesets::{ActivationError, RulesetRow};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+/// The ruleset routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/rulesets", get(list).post(create))
+        .route("/v1/rulesets/{id}", get(show))
+        .route("/v1/rulesets/{id}/validate", post(validate))
+        .route("/v1/rulesets/{id}/activate", post(activate))
+        .route("/v1/rulesets/{id}/diff", get(diff))
+}
+
+const ACTION: &str = "manage rulesets";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    workflow: String,
+    #[serde(default)]
+    rules: serde_json::Value,
+    #[serde(default)]
+    policy: Option<serde_json::Value>,
+}
+
+/// `POST /v1/rulesets`: stores a DRAFT (its shape must parse) and says whether it is valid
+/// against the workflow's latest version.
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<CreateBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let Json(body) =
+        body.map_err(|e| ApiError::client(e.status(), "invalid_body", e.body_text()))?;
+    let workflow_yaml = latest_workflow_yaml(&state, &body.workflow).await?;
+    let mut spec = json!({ "rules": body.rules });
+    if let Some(policy) = body.policy {
+        spec["policy"] = policy;
+    }
+    if let Err(e) = serde_json::from_value::<RulesetSpec>(spec.clone()) {
+        return Err(ApiError::client(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_ruleset",
+            format!("the ruleset cannot be read: {e}"),
+        ));
+    }
+    let row = state
+        .store
+        .create_ruleset(caller.0.tenant_id.0, &body.workflow, &spec, &actor(&caller))
+        .await?;
+    let validation = validation(case_rules::validate_for_yaml(&workflow_yaml, &row.spec));
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "ruleset": row, "validation": validation })),
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct ListParams {
+    workflow: Option<String>,
+}
+
+/// `GET /v1/rulesets[?workflow=]`.
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let Query(p) = params.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
+    let rows = state
+        .store
+        .list_rulesets(caller.0.tenant_id.0, p.workflow.as_deref())
+        .await?;
+    Ok(Json(json!({ "rulesets": rows })).into_response())
+}
+
+/// `GET /v1/rulesets/{id}`.
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let row = find(&state, &caller, id).await?;
+    Ok(Json(json!({ "ruleset": row })).into_response())
+}
+
+/// `POST /v1/rulesets/{id}/validate`: every problem against the workflow's latest version.
+async fn validate(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let row = find(&state, &caller, id).await?;
+    let yaml = latest_workflow_yaml(&state, &row.workflow).await?;
+    let v = validation(case_rules::validate_for_yaml(&yaml, &row.spec));
+    Ok(Json(v).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActivateBody {
+    comment: String,
+}
+
+/// `POST /v1/rulesets/{id}/activate {comment}`: refused (422) when invalid or empty, 409 when
+/// not a DRAFT.
+async fn activate(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    body: Result<Json<ActivateBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let Json(body) =
+        body.map_err(|e| ApiError::client(e.status(), "invalid_body", e.body_text()))?;
+    if body.comment.trim().is_empty() || body.comment.chars().count() > 4000 {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            "comment is required (1 to 4000 characters): say why these rules go live",
+        ));
+    }
+    let row = find(&state, &caller, id).await?;
+    let yaml = latest_workflow_yaml(&state, &row.workflow).await?;
+    if let Err(issues) = case_rules::validate_for_yaml(&yaml, &row.spec) {
+        return Err(ApiError::client(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_ruleset",
+            "the ruleset is not valid for its workflow; fix it in a new version",
+        )
+        .with_details(json!({ "issues": issues_json(&issues) })));
+    }
+    let activated = state
+        .store
+        .activate_ruleset(caller.0.tenant_id.0, row.id, &actor(&caller), &body.comment)
+        .await
+        .map_err(|e| match e {
+            ActivationError::NotFound => ApiError::not_found(),
+            ActivationError::NotDraft(status) => ApiError::client(
+                StatusCode::CONFLICT,
+                "not_draft",
+                format!("ruleset is {status}; only a DRAFT can be activated"),
+            ),
+            ActivationError::Store(e) => e.into(),
+        })?;
+    Ok(Json(json!({ "ruleset": activated })).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct DiffParams {
+    against: Option<String>,
+}
+
+/// `GET /v1/rulesets/{id}/diff[?against=<id>]`: against the given ruleset, else the
+/// workflow's ACTIVE one (or the previous version when this one is active).
+async fn diff(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    params: Result<Query<DiffParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let Query(p) = params.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
+    let row = find(&state, &caller, id).await?;
+    let base = match p.against {
+        Some(other) => Some(find(&state, &caller, Ok(Path(other))).await?),
+        None => state
+            .store
+            .list_rulesets(caller.0.tenant_id.0, Some(&row.workflow))
+            .await?
+            .into_iter()
+            .filter(|r| r.id != row.id)
+            .find(|r| r.status == "ACTIVE")
+            .or(None),
+    };
+    let empty = json!({"rules": []});
+    let before = base.as_ref().map(|b| &b.spec).unwrap_or(&empty);
+    Ok(Json(json!({
+        "ruleset": {"id": row.id, "version": row.version},
+        "against": base.as_ref().map(|b| json!({"id": b.id, "version": b.version, "status": b.status})),
+        "diff": case_rules::diff(before, &row.spec),
+    }))
+    .into_response())
+}
+
+async fn find(
+    state: &AppState,
+    caller: &Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<RulesetRow, ApiError> {
+    let id: Uuid = id
+        .ok()
+        .and_then(|Path(raw)| raw.parse().ok())
+        .ok_or_else(ApiError::not_found)?;
+    state
+        .store
+        .get_ruleset(caller.0.tenant_id.0, id)
+        .await?
+        .ok_or_else(ApiError::not_found)
+}
+
+async fn latest_workflow_yaml(state: &AppState, name: &str) -> Result<String, ApiError> {
+    state
+        .store
+        .latest_workflow(name)
+        .await?
+        .map(|w| w.source_yaml)
+        .ok_or_else(|| {
+            ApiError::client(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_workflow",
+                format!("no workflow named {name:?} is loaded"),
+            )
+        })
+}
+
+fn issues_json(issues: &[RuleIssue]) -> serde_json::Value {
+    json!(issues
+        .iter()
+        .map(|i| json!({"path": i.path, "message": i.message}))
+        .collect::<Vec<_>>())
+}
+
+fn validation(
+    result: Result<ironclad_core::rules::CompiledRuleset, Vec<RuleIssue>>,
+) -> serde_json::Value {
+    match result {
+        Ok(r) => json!({"valid": true, "rules": r.rules.len(), "issues": []}),
+        Err(issues) => json!({"valid": false, "issues": issues_json(&issues)}),
+    }
+}

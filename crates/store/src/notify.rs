@@ -1,0 +1,88 @@
+//! Notifications: the operator's inbox, and the webhook deliveries each one fans out to.
+//!
+//! A notification and its deliveries are written in the transaction of the change they
+//! announce, so "decided" and "told" can never disagree; the dedup key makes a repeated cause
+//! (a rerun, a replay) announce once.
+
+use ironclad_core::notification::NotificationType;
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+/// Attempts per webhook delivery before it is DEAD (an admin may requeue it).
+pub const WEBHOOK_MAX_ATTEMPTS: i32 = 8;
+
+/// Inserts the notification unless its dedup key exists, and one PENDING delivery per active
+/// endpoint of the tenant. Returns the new notification's id (`None`: already announced).
+const NOTIFY: &str = r#"
+WITH n AS (
+    INSERT INTO notifications (id, tenant_id, case_id, type, dedup_key, data)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (tenant_id, dedup_key) DO NOTHING
+    RETURNING id, tenant_id
+), deliveries AS (
+    INSERT INTO webhook_deliveries (id, tenant_id, notification_id, endpoint_id, status, max_attempts)
+    SELECT gen_random_uuid(), n.tenant_id, n.id, e.id, 'PENDING', $7
+    FROM n JOIN webhook_endpoints e ON e.tenant_id = n.tenant_id AND e.disabled_at IS NULL
+)
+SELECT id FROM n
+"#;
+
+/// One thing to announce.
+#[derive(Debug, Clone)]
+pub(crate) struct Announcement {
+    pub tenant: Uuid,
+    pub case: Option<Uuid>,
+    pub kind: NotificationType,
+    /// Unique per tenant: the same cause always yields the same key.
+    pub dedup_key: String,
+    pub data: serde_json::Value,
+}
+
+/// Writes the announcement inside the caller's transaction.
+pub(crate) async fn announce(
+    tx: &mut Transaction<'_, Postgres>,
+    a: Announcement,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(NOTIFY)
+        .bind(Uuid::now_v7())
+        .bind(a.tenant)
+        .bind(a.case)
+        .bind(a.kind.as_str())
+        .bind(&a.dedup_key)
+        .bind(a.data)
+        .bind(WEBHOOK_MAX_ATTEMPTS)
+        .fetch_optional(&mut **tx)
+        .await
+}
+
+/// Announces a case that the current generation left FAILED (once per generation).
+pub(crate) async fn announce_case_failed(
+    tx: &mut Transaction<'_, Postgres>,
+    case: Uuid,
+) -> Result<(), sqlx::Error> {
+    type Failed = (Uuid, i32, Option<String>, Option<String>, Option<String>);
+    let failed: Option<Failed> = sqlx::query_as(
+        "SELECT tenant_id, generation, failure_code, status_reason, external_reference \
+             FROM cases WHERE id = $1 AND status = 'FAILED'",
+    )
+    .bind(case)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some((tenant, generation, code, reason, reference)) = failed {
+        announce(
+            tx,
+            Announcement {
+                tenant,
+                case: Some(case),
+                kind: NotificationType::ProcessingFailed,
+                dedup_key: format!("case:{case}:generation:{generation}:failed"),
+                data: serde_json::json!({
+                    "case_id": case, "generation": generation, "code": code,
+                    "reason": reason, "external_reference": reference,
+                }),
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Replay protection for case actions: a request carries an idempotency key; its first
+//! successful answer is stored with a fingerprint of the request in the action's transaction,
+//! so a replay gets the same answer and a different request under the same key gets a conflict.
+
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+/// One keyed request.
+#[derive(Debug, Clone)]
+pub struct ActionKey {
+    /// Whose key space.
+    pub tenant: Uuid,
+    /// Which action (`review`, `reprocess`, `reevaluate`): keys are scoped per action.
+    pub action: &'static str,
+    /// The client's `Idempotency-Key`.
+    pub key: String,
+    /// sha256 of what the request asks (case, body), so a reused key is told apart.
+    pub fingerprint: String,
+}
+
+/// What an earlier request under the same key left.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Earlier {
+    /// No request yet.
+    None,
+    /// The same request: its stored status and body.
+    Same(u16, serde_json::Value),
+    /// Another request used the key.
+    Different,
+}
+
+pub(crate) async fn earlier(
+    tx: &mut Transaction<'_, Postgres>,
+    k: &ActionKey,
+) -> Result<Earlier, sqlx::Error> {
+    let row: Option<(String, i32, serde_json::Value)> = sqlx::query_as(
+        "SELECT fingerprint, http_status, response FROM action_requests \
+         WHERE tenant_id = $1 AND action = $2 AND idempotency_key = $3",
+    )
+    .bind(k.tenant)
+    .bind(k.action)
+    .bind(&k.key)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(match row {
+        None => Earlier::None,
+        Some((fp, status, body)) if fp == k.fingerprint => {
+            Earlier::Same(u16::try_from(status).unwrap_or(200), body)
+        }
+        Some(_) => Earlier::Different,
+    })
+}
+
+pub(crate) async fn remember(
+    tx: &mut Transaction<'_, Postgres>,
+    k: &ActionKey,
+    status: u16,
+    body: &serde_json::Value,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO action_requests (tenant_id, action, idempotency_key, fingerprint, http_status, response) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(k.tenant)
+    .bind(k.action)
+    .bind(&k.key)
+    .bind(&k.fingerprint)
+    .bind(i32::from(status))
+    .bind(body)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The answer to a keyed action: what to send back, and whether it is a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionAnswer {
+    /// HTTP status of the first answer.
+    pub status: u16,
+    /// Body of the first answer.
+    pub body: serde_json::Value,
+    /// Whether this is the stored answer of an earlier identical request.
+    pub replayed: bool,
+}
+
+/// Why a case action was refused; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    /// No such case for this tenant.
+    #[error("case not found")]
+    NotFound,
+    /// The idempotency key was used by a different request.
+    #[error("this Idempotency-Key was already used for a different request")]
+    KeyReused,
+    /// The case is not in a state that allows the action (stale version, nothing pending…).
+    #[error("{message}")]
+    Conflict {
+        /// What is in the way.
+        message: String,
+        /// What the client should look at instead (e.g. the current decision).
+        current: serde_json::Value,
+    },
+    /// The request is well-formed but not allowed (e.g. APPROVE on a BLOCKED decision).
+    #[error("{0}")]
+    Refused(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] crate::StoreError),
+}
+
+impl From<sqlx::Error> for ActionError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+/// Locks the tenant's case (the order every case transaction takes) and returns its status
+/// and generation, or `NotFound`.
+pub(crate) async fn lock_case(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: Uuid,
+    case: Uuid,
+) -> Result<(String, i32), ActionError> {
+    sqlx::query_as(
+        "SELECT status, generation FROM cases WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    )
+    .bind(case)
+    .bind(tenant)
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(ActionError::NotFound)
+}
+
+/// Looks up the key after the case lock: `Some(answer)` to return at once.
+pub(crate) async fn replayed(
+    tx: &mut Transaction<'_, Postgres>,
+    k: &ActionKey,
+) -> Result<Option<ActionAnswer>, ActionError> {
+    match earlier(tx, k).await? {
+        Earlier::None => Ok(None),
+        Earlier::Same(status, body) => Ok(Some(ActionAnswer {
+            status,
+            body,
+            replayed: true,
+        })),
+        Earlier::Different => Err(ActionError::KeyReused),
+    }
+}
