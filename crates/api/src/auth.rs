@@ -5,8 +5,10 @@
 //! 48 lowercase hex digits) is refused without asking PostgreSQL. A well-formed key is looked
 //! up once and the answer, found or not, kept in a small per-router cache ([`AuthCache`]) keyed
 //! by the key's hash, so a busy client — or a client hammering with a wrong key — costs one
-//! PostgreSQL round trip per key per half-minute rather than one per request. Concurrent
-//! requests with the same uncached key share one lookup.
+//! PostgreSQL round trip per key per [`CACHE_TTL`] rather than one per request. Concurrent
+//! requests with the same uncached key share one lookup. The cache is short-lived on purpose:
+//! it is what bounds how long a revoked key keeps working on each API process (under 1 s),
+//! with no message between processes to lose.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -21,11 +23,19 @@ use moka::future::Cache;
 use moka::Expiry;
 use std::time::{Duration, Instant};
 
-/// How long a resolved key is trusted without asking PostgreSQL again.
+/// How long a resolved key is trusted without asking PostgreSQL again, counted from the start
+/// of the lookup that found it.
 ///
-/// This is also how long a revoked key keeps working on a process that saw it recently; 30 s
-/// is short enough for an operator revoking a leaked key and long enough to absorb bursts.
-pub const CACHE_TTL: Duration = Duration::from_secs(30);
+/// This is how long a revoked key may keep working on a process that saw it just before: the
+/// lookup that cached it started before the revocation committed, so every process refuses
+/// the key from the revocation plus this at the latest. 750 ms keeps that under the promised
+/// 1 s with room for a request in flight; a busy client still costs about one indexed lookup
+/// per key per process per 0.75 s. (It was 30 s: a leaked key kept working half a minute after
+/// its revocation.) Counting from the lookup's start, not from the answer, keeps a slow
+/// PostgreSQL from stretching the delay. LISTEN/NOTIFY could make it instant, but a
+/// notification lost while a listener reconnects would leave the old entry alive, so the bound
+/// would still rest on this TTL.
+pub const CACHE_TTL: Duration = Duration::from_millis(750);
 
 /// How long "no such key" is remembered.
 ///
@@ -33,9 +43,11 @@ pub const CACHE_TTL: Duration = Duration::from_secs(30);
 /// `create_api_key`, and the raw key exists nowhere before the row naming its hash is
 /// committed, so nobody can present a key before it exists — a remembered miss can never hide
 /// a key created later (short of guessing 192 random bits). A key that was *revoked* reads as a
-/// miss too, which is what it should. The TTL is short only to bound how long a flood of junk
-/// keys occupies the cache.
-pub const NEGATIVE_CACHE_TTL: Duration = Duration::from_secs(30);
+/// miss too, which is what it should. It is as short as [`CACHE_TTL`] anyway, so that whatever
+/// a process believes about a key, found or not, is under a second old: a key restored or
+/// un-revoked by hand works at once too, and a flood of one junk key still costs about one
+/// query per 0.75 s.
+pub const NEGATIVE_CACHE_TTL: Duration = Duration::from_millis(750);
 
 /// Entries kept at most, found and missing together. Eviction is moka's TinyLFU: a flood of
 /// distinct junk keys (each seen once) is not admitted over the keys real clients keep using.
@@ -48,7 +60,14 @@ const KEY_HEX_DIGITS: usize = 48;
 /// Key hash → principal (`None`: no such key, or revoked), for [`CACHE_TTL`] or
 /// [`NEGATIVE_CACHE_TTL`]. Cheap to clone; clones share the entries.
 #[derive(Clone)]
-pub struct AuthCache(Cache<String, Option<Principal>>);
+pub struct AuthCache(Cache<String, Lookup>);
+
+/// A lookup's answer and when the lookup started (its entry's age is counted from then).
+#[derive(Debug, Clone, Copy)]
+struct Lookup {
+    principal: Option<Principal>,
+    started: Instant,
+}
 
 impl std::fmt::Debug for AuthCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,18 +83,24 @@ impl Default for AuthCache {
     }
 }
 
-/// Found keys live [`CACHE_TTL`], missing ones [`NEGATIVE_CACHE_TTL`].
+/// Found keys live [`CACHE_TTL`], missing ones [`NEGATIVE_CACHE_TTL`], from the lookup's start.
 struct AuthExpiry;
 
-impl Expiry<String, Option<Principal>> for AuthExpiry {
+impl Expiry<String, Lookup> for AuthExpiry {
     fn expire_after_create(
         &self,
         _key: &String,
-        value: &Option<Principal>,
-        _created_at: Instant,
+        value: &Lookup,
+        created_at: Instant,
     ) -> Option<Duration> {
-        Some(ttl_of(value))
+        Some(remaining(value, created_at))
     }
+}
+
+/// What is left of an answer's TTL when it enters the cache at `inserted`: the time the lookup
+/// took is already spent.
+fn remaining(value: &Lookup, inserted: Instant) -> Duration {
+    ttl_of(&value.principal).saturating_sub(inserted.saturating_duration_since(value.started))
 }
 
 fn ttl_of(value: &Option<Principal>) -> Duration {
@@ -102,12 +127,14 @@ impl AuthCache {
     async fn resolve(&self, store: &Store, raw: &str) -> Result<Option<Principal>, ApiError> {
         let store = store.clone();
         let owned = raw.to_owned();
+        let started = Instant::now();
         self.0
-            .try_get_with(
-                hash_key(raw),
-                async move { store.authenticate(&owned).await },
-            )
+            .try_get_with(hash_key(raw), async move {
+                let principal = store.authenticate(&owned).await?;
+                Ok::<_, ironclad_store::StoreError>(Lookup { principal, started })
+            })
             .await
+            .map(|lookup| lookup.principal)
             .map_err(ApiError::from)
     }
 }
@@ -218,6 +245,30 @@ mod tests {
         };
         assert_eq!(ttl_of(&Some(principal)), CACHE_TTL);
         assert_eq!(ttl_of(&None), NEGATIVE_CACHE_TTL);
+        // Revocation is promised within a second, whatever the cache remembered.
+        assert!(CACHE_TTL < Duration::from_secs(1));
+        assert!(NEGATIVE_CACHE_TTL < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_slow_lookup_is_trusted_for_less() {
+        let started = Instant::now();
+        let found = Lookup {
+            principal: Some(Principal {
+                tenant_id: TenantId::new(),
+                role: Role::Operator,
+                key_id: uuid::Uuid::now_v7(),
+            }),
+            started,
+        };
+        let slow = Duration::from_millis(300);
+        assert_eq!(remaining(&found, started), CACHE_TTL);
+        assert_eq!(remaining(&found, started + slow), CACHE_TTL - slow);
+        assert_eq!(
+            remaining(&found, started + CACHE_TTL * 2),
+            Duration::ZERO,
+            "an answer older than the TTL is not cached"
+        );
     }
 
     #[test]

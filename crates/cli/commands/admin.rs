@@ -5,6 +5,7 @@ use crate::config::Connections;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use ironclad_core::role::Role;
+use ironclad_store::tenants::Revocation;
 use std::process::ExitCode;
 
 /// `ironclad tenant …`
@@ -29,6 +30,23 @@ pub enum ApiKeyCommand {
         #[arg(long, default_value = "operator")]
         role: String,
     },
+    /// Revoke a key; every API process refuses it within 1 s. Revoking twice changes nothing.
+    Revoke {
+        /// The key's id, its prefix (the first 12 characters, e.g. ick_1a2b3c4d), or the key.
+        key: String,
+    },
+}
+
+/// Who an admin command acts as in the audit trail: `cli:<unix user>`.
+pub fn cli_actor() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_default();
+    if user.trim().is_empty() {
+        "cli:unknown".to_owned()
+    } else {
+        format!("cli:{}", user.trim())
+    }
 }
 
 /// `ironclad requeue`
@@ -76,13 +94,39 @@ pub async fn apikey(c: &Connections, cmd: ApiKeyCommand) -> anyhow::Result<ExitC
                     "no tenant named {tenant:?}; create it with `ironclad tenant create {tenant}`"
                 )
             })?;
-            let key = store.create_api_key(tenant_id, role).await?;
+            let key = store
+                .create_api_key_by(tenant_id, role, &cli_actor())
+                .await?;
             eprintln!(
                 "API key {} created for tenant {tenant} with role {role}; it is shown only now:",
                 key.id
             );
             println!("{}", key.raw);
         }
+        ApiKeyCommand::Revoke { key } => match store.revoke_api_key(&key, &cli_actor()).await? {
+            Revocation::Revoked(k) => println!(
+                "API key {} ({}…, role {}, tenant {}) revoked; API processes refuse it within 1 s",
+                k.id, k.prefix, k.role, k.tenant_id
+            ),
+            Revocation::AlreadyRevoked(k) => println!(
+                "API key {} ({}…) was already revoked{}; nothing changed",
+                k.id,
+                k.prefix,
+                k.revoked_at
+                    .map(|at| format!(" at {}", at.to_rfc3339()))
+                    .unwrap_or_default()
+            ),
+            // The argument may be a whole key: it is not echoed.
+            Revocation::NotFound => anyhow::bail!("no API key has that id, prefix or value"),
+            Revocation::Ambiguous(ids) => anyhow::bail!(
+                "{} keys share that prefix; revoke one by id: {}",
+                ids.len(),
+                ids.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,9 @@
-//! Tenants and API keys. Keys are shown once and stored as a sha256 hash.
+//! Tenants and API keys. Keys are shown once and stored as a sha256 hash; creating and
+//! revoking one is recorded in the tenant's audit trail.
 
-use crate::{Store, StoreResult};
+use crate::{Store, StoreError, StoreResult};
+use chrono::{DateTime, Utc};
+use ironclad_core::audit::AuditEventType;
 use ironclad_core::role::Role;
 use ironclad_core::TenantId;
 use rand::Rng;
@@ -27,6 +30,66 @@ pub struct NewApiKey {
     pub raw: String,
 }
 
+/// Characters of a key kept in clear (`ick_` and 8 hex digits) to name it to people.
+pub const KEY_PREFIX_LEN: usize = 12;
+
+/// An API key as an admin sees it (never its secret or hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyInfo {
+    /// The key's id.
+    pub id: Uuid,
+    /// Its tenant.
+    pub tenant_id: TenantId,
+    /// Its first characters, as stored.
+    pub prefix: String,
+    /// Its role.
+    pub role: Role,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// What [`Store::revoke_api_key`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revocation {
+    /// The key was live and is now revoked (APIKEY_REVOKED recorded).
+    Revoked(ApiKeyInfo),
+    /// The key had been revoked before; nothing changed.
+    AlreadyRevoked(ApiKeyInfo),
+    /// No key has that id, prefix or value.
+    NotFound,
+    /// Several keys share that prefix: name one by id.
+    Ambiguous(Vec<Uuid>),
+}
+
+/// id, tenant, prefix, role, created, revoked.
+type KeyRow = (
+    Uuid,
+    Uuid,
+    String,
+    String,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
+
+impl TryFrom<KeyRow> for ApiKeyInfo {
+    type Error = StoreError;
+
+    fn try_from(
+        (id, tenant, prefix, role, created_at, revoked_at): KeyRow,
+    ) -> Result<Self, StoreError> {
+        Ok(Self {
+            id,
+            tenant_id: TenantId(tenant),
+            prefix,
+            role: role.parse()?,
+            created_at,
+            revoked_at,
+        })
+    }
+}
+
 /// The stored form of a raw key.
 pub fn hash_key(raw: &str) -> String {
     hex::encode(Sha256::digest(raw.as_bytes()))
@@ -34,8 +97,39 @@ pub fn hash_key(raw: &str) -> String {
 
 const TENANT_CREATE: &str = "INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id";
 const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = $1";
-const API_KEY_CREATE: &str =
-    "INSERT INTO api_keys (id, tenant_id, key_hash, prefix, role) VALUES ($1, $2, $3, $4, $5)";
+/// The key and its APIKEY_CREATED event in one statement. $6 actor, $7 event type.
+const API_KEY_CREATE: &str = r#"
+WITH created AS (
+    INSERT INTO api_keys (id, tenant_id, key_hash, prefix, role) VALUES ($1, $2, $3, $4, $5)
+    RETURNING id, tenant_id, prefix, role
+)
+INSERT INTO audit_events (tenant_id, actor, event_type, data)
+SELECT tenant_id, $6, $7, jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role)
+FROM created
+"#;
+/// Keys a revocation may mean: $1 the id (NULL when the argument is no uuid), $2 the prefix,
+/// $3 the hash of a whole key.
+const API_KEY_FIND: &str = r#"
+SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM api_keys
+WHERE id = $1 OR prefix = $2 OR key_hash = $3
+ORDER BY created_at, id LIMIT 20
+"#;
+/// Revokes a live key and records APIKEY_REVOKED, in one statement; no row when the key was
+/// already revoked (by this call's loser in a race, too). $1 id, $2 actor, $3 event type.
+const API_KEY_REVOKE: &str = r#"
+WITH revoked AS (
+    UPDATE api_keys SET revoked_at = now()
+    WHERE id = $1 AND revoked_at IS NULL
+    RETURNING id, tenant_id, prefix, role, created_at, revoked_at
+), audit AS (
+    INSERT INTO audit_events (tenant_id, actor, event_type, data)
+    SELECT tenant_id, $2, $3, jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role)
+    FROM revoked
+)
+SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM revoked
+"#;
+const API_KEY_BY_ID: &str =
+    "SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM api_keys WHERE id = $1";
 const API_KEY_AUTHENTICATE: &str =
     "SELECT id, tenant_id, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL";
 
@@ -59,8 +153,20 @@ impl Store {
         Ok(id.map(TenantId))
     }
 
-    /// Creates an API key for a tenant and returns its secret, which is not stored.
+    /// Creates an API key for a tenant and returns its secret, which is not stored; the
+    /// APIKEY_CREATED event names `system` as the actor (see [`Store::create_api_key_by`]).
     pub async fn create_api_key(&self, tenant: TenantId, role: Role) -> StoreResult<NewApiKey> {
+        self.create_api_key_by(tenant, role, "system").await
+    }
+
+    /// Creates an API key for a tenant, recording APIKEY_CREATED by `actor` in the same
+    /// statement, and returns its secret, which is not stored.
+    pub async fn create_api_key_by(
+        &self,
+        tenant: TenantId,
+        role: Role,
+        actor: &str,
+    ) -> StoreResult<NewApiKey> {
         let secret: [u8; 24] = rand::rng().random();
         let raw = format!("ick_{}", hex::encode(secret));
         let id = Uuid::now_v7();
@@ -68,11 +174,50 @@ impl Store {
             .bind(id)
             .bind(tenant.0)
             .bind(hash_key(&raw))
-            .bind(&raw[..12])
+            .bind(&raw[..KEY_PREFIX_LEN])
             .bind(role.as_str())
+            .bind(crate::storable(actor).as_ref())
+            .bind(AuditEventType::ApiKeyCreated.as_str())
             .execute(self.pool())
             .await?;
         Ok(NewApiKey { id, raw })
+    }
+
+    /// Revokes the key named by `which` (its id, its prefix as stored, or the whole key) and
+    /// records APIKEY_REVOKED by `actor`. API processes refuse the key within one second (their
+    /// cache of keys is that short-lived). Revoking a revoked key changes nothing.
+    pub async fn revoke_api_key(&self, which: &str, actor: &str) -> StoreResult<Revocation> {
+        let which = which.trim();
+        let rows: Vec<KeyRow> = sqlx::query_as(API_KEY_FIND)
+            .bind(Uuid::parse_str(which).ok())
+            .bind(which)
+            .bind(hash_key(which))
+            .fetch_all(self.pool())
+            .await?;
+        let key = match rows.as_slice() {
+            [] => return Ok(Revocation::NotFound),
+            [one] => one.clone(),
+            many => return Ok(Revocation::Ambiguous(many.iter().map(|r| r.0).collect())),
+        };
+        let revoked: Option<KeyRow> = sqlx::query_as(API_KEY_REVOKE)
+            .bind(key.0)
+            .bind(crate::storable(actor).as_ref())
+            .bind(AuditEventType::ApiKeyRevoked.as_str())
+            .fetch_optional(self.pool())
+            .await?;
+        match revoked {
+            Some(row) => Ok(Revocation::Revoked(row.try_into()?)),
+            None => {
+                let now: Option<KeyRow> = sqlx::query_as(API_KEY_BY_ID)
+                    .bind(key.0)
+                    .fetch_optional(self.pool())
+                    .await?;
+                match now {
+                    Some(row) => Ok(Revocation::AlreadyRevoked(row.try_into()?)),
+                    None => Ok(Revocation::NotFound),
+                }
+            }
+        }
     }
 
     /// Resolves a raw key to its principal; `None` for unknown or revoked keys.
