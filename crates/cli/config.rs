@@ -5,6 +5,7 @@
 use anyhow::Context;
 use clap::Args;
 use ironclad_core::RetryPolicy;
+use ironclad_runtime::webhooks::DeliveryConfig;
 use ironclad_runtime::RuntimeConfig;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -184,6 +185,18 @@ pub struct RoleSettings {
     /// PUBLISHED rows are pruned after this.
     #[arg(long, env = "IRONCLAD_OUTBOX_RETENTION", default_value = "7d", value_parser = parse_duration)]
     pub outbox_retention: Duration,
+    /// Longest one webhook attempt may take, connecting and reading the answer included.
+    #[arg(long, env = "IRONCLAD_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub webhook_timeout: Duration,
+    /// Attempts per webhook delivery before it is DEAD (an admin may requeue it).
+    #[arg(long, env = "IRONCLAD_WEBHOOK_MAX_ATTEMPTS", default_value_t = 8)]
+    pub webhook_max_attempts: i32,
+    /// Delays before the 1st, 2nd, … webhook retry (the last repeats), jittered ±20 %.
+    #[arg(long, env = "IRONCLAD_WEBHOOK_RETRY_DELAYS", default_value = "10s,30s,2m,10m,30m,1h", value_parser = parse_delays)]
+    pub webhook_retry_delays: Delays,
+    /// Pause between the deliverer's looks for due webhook deliveries when none was due.
+    #[arg(long, env = "IRONCLAD_WEBHOOK_POLL", default_value = "1s", value_parser = parse_duration)]
+    pub webhook_poll: Duration,
     /// Approximate stream length cap (XADD MAXLEN ~).
     #[arg(long, env = "IRONCLAD_STREAM_MAXLEN", default_value_t = 1_000_000)]
     pub stream_maxlen: usize,
@@ -272,6 +285,31 @@ impl RoleSettings {
             self.claim_idle,
             self.lease / 3
         );
+        Ok(config)
+    }
+}
+
+impl RoleSettings {
+    /// The webhook deliverer's configuration, validated. Its lock outlasts two timeouts.
+    pub fn webhooks(&self) -> anyhow::Result<DeliveryConfig> {
+        let defaults = DeliveryConfig::default();
+        let config = DeliveryConfig {
+            timeout: self.webhook_timeout,
+            connect_timeout: defaults.connect_timeout.min(self.webhook_timeout),
+            max_attempts: self.webhook_max_attempts,
+            retry: RetryPolicy {
+                delays: self.webhook_retry_delays.0.clone(),
+                max_attempts: self.webhook_max_attempts,
+                ..defaults.retry.clone()
+            },
+            lock: self.webhook_timeout * 2 + Duration::from_secs(10),
+            poll: self.webhook_poll,
+            ..defaults
+        };
+        config
+            .validate()
+            .map_err(anyhow::Error::msg)
+            .context("invalid webhook configuration")?;
         Ok(config)
     }
 }

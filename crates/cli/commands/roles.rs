@@ -8,7 +8,7 @@ use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::workflows::WorkflowCatalog;
-use ironclad_runtime::{Dispatcher, Reconciler, Worker};
+use ironclad_runtime::{Deliverer, Dispatcher, Reconciler, Worker};
 use ironclad_store::Store;
 use metrics_exporter_prometheus::Matcher;
 use std::process::ExitCode;
@@ -115,6 +115,7 @@ fn stream_config(c: &Connections, s: &RoleSettings) -> StreamConfig {
 
 pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Result<ExitCode> {
     let runtime_config = s.runtime()?;
+    let webhook_config = s.webhooks()?;
     let faults = armed_faults()?;
     // Buckets turn the duration metrics into Prometheus histograms (summaries cannot be
     // aggregated across processes).
@@ -212,6 +213,10 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             faults.clone(),
         );
         tasks.spawn(d.run(shutdown.clone()));
+        // Webhooks are an outbox too: the dispatcher role delivers them.
+        let deliverer = Deliverer::new(store.clone(), webhook_config)
+            .context("starting the webhook deliverer")?;
+        tasks.spawn(deliverer.run(shutdown.clone()));
     }
     if roles.worker {
         let (processor, catalog) = build_processor(&store, s).await?;

@@ -2,8 +2,9 @@
 //!
 //! Each role keeps no case progress in memory: every step's result is committed before the next
 //! step starts, so any process can die at any point and another picks up from PostgreSQL. Each
-//! role exposes one step (`Dispatcher::tick`, `Worker::handle`, `Reconciler::sweep`) that tests
-//! drive by hand, and a `run` loop that production uses.
+//! role exposes one step (`Dispatcher::tick`, `Worker::handle`, `Reconciler::sweep`,
+//! `Deliverer::tick` for webhooks) that tests drive by hand, and a `run` loop that production
+//! uses.
 #![deny(missing_docs)]
 
 pub mod config;
@@ -13,6 +14,7 @@ pub mod lease_keeper;
 pub mod metric_names;
 pub mod reading;
 pub mod reconciler;
+pub mod webhooks;
 pub mod worker;
 pub mod workflows;
 
@@ -20,6 +22,7 @@ pub use config::RuntimeConfig;
 pub use dispatcher::Dispatcher;
 pub use error::RuntimeError;
 pub use reconciler::Reconciler;
+pub use webhooks::Deliverer;
 pub use worker::Worker;
 
 /// Waits for `d` or until shutdown; returns true when shutting down.

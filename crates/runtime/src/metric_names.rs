@@ -20,3 +20,11 @@ pub const JOB_DURATION_SECONDS: &str = "ironclad_job_duration_seconds";
 pub const REEMITTED_TOTAL: &str = "ironclad_reconciler_reemitted_total";
 /// Leases rescued by the reconciler.
 pub const LEASES_RESCUED_TOTAL: &str = "ironclad_reconciler_leases_rescued_total";
+/// Webhook deliveries their receiver took (2xx).
+pub const WEBHOOK_DELIVERED_TOTAL: &str = "ironclad_webhook_deliveries_delivered_total";
+/// Webhook attempts that failed (non-2xx, timeout, connection error), retried or not.
+pub const WEBHOOK_FAILED_ATTEMPTS_TOTAL: &str = "ironclad_webhook_attempts_failed_total";
+/// Webhook deliveries that became DEAD (attempts spent).
+pub const WEBHOOK_DEAD_TOTAL: &str = "ironclad_webhook_deliveries_dead_total";
+/// Time one webhook attempt took, answer read included.
+pub const WEBHOOK_ATTEMPT_SECONDS: &str = "ironclad_webhook_attempt_duration_seconds";

@@ -1,0 +1,228 @@
+//! `/v1/webhooks`: endpoints, their delivery log, and requeueing a DEAD delivery — admins only
+//! (403 for other roles, before anything is looked up).
+//!
+//! The signing secret is in the 201 of the creation and nowhere else. Another tenant's id, an
+//! unknown id and a malformed id all get the same 404.
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::notifications::{page_cursor, page_size, path_id};
+use crate::state::AppState;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ironclad_core::role::Role;
+use ironclad_store::read::encode_cursor;
+use ironclad_store::webhooks::{
+    DeliveryView, RequeueOutcome, WebhookEndpoint, WebhookUrl, MAX_DESCRIPTION_LEN,
+};
+use ironclad_store::Transition;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+const ACTION: &str = "manage webhooks";
+
+/// The webhook routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/webhooks", get(list).post(create))
+        .route("/v1/webhooks/{id}", get(get_one).delete(disable))
+        .route("/v1/webhooks/{id}/deliveries", get(deliveries))
+        .route("/v1/webhooks/deliveries/{id}/requeue", post(requeue))
+}
+
+fn actor(caller: &Caller) -> String {
+    format!("api_key:{}", caller.0.key_id)
+}
+
+/// Body of `POST /v1/webhooks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateWebhook {
+    url: String,
+    description: Option<String>,
+}
+
+/// `POST /v1/webhooks` {url, description?} → 201 with the secret, shown this once.
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Result<Json<CreateWebhook>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let Json(body) = body.map_err(|e| {
+        ApiError::bad_request(
+            "invalid_body",
+            "expected a JSON object {\"url\": …, \"description\": …}",
+        )
+        .with_details(json!({"reason": e.body_text()}))
+    })?;
+    let url = WebhookUrl::parse(&body.url).map_err(|e| {
+        ApiError::bad_request("invalid_url", e.to_string()).with_details(json!({"field": "url"}))
+    })?;
+    let description = body
+        .description
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty());
+    if let Some(d) = description {
+        if d.chars().count() > MAX_DESCRIPTION_LEN || d.chars().any(char::is_control) {
+            return Err(ApiError::bad_request(
+                "invalid_description",
+                format!(
+                    "description must be at most {MAX_DESCRIPTION_LEN} characters, without control characters"
+                ),
+            )
+            .with_details(json!({"field": "description", "max": MAX_DESCRIPTION_LEN})));
+        }
+    }
+    let created = state
+        .store
+        .webhook_create(caller.0.tenant_id, &url, description, &actor(&caller))
+        .await?;
+    let mut response = (StatusCode::CREATED, Json(&created)).into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/v1/webhooks/{}", created.endpoint.id)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    // The body holds a secret: no cache may keep it.
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+#[derive(Debug, Serialize)]
+struct WebhookList {
+    webhooks: Vec<WebhookEndpoint>,
+}
+
+/// `GET /v1/webhooks`: every endpoint of the tenant, disabled ones included, never a secret.
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<WebhookList>, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    Ok(Json(WebhookList {
+        webhooks: state.store.webhook_list(caller.0.tenant_id).await?,
+    }))
+}
+
+/// `GET /v1/webhooks/{id}`: one endpoint, without its secret.
+async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<WebhookEndpoint>, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let id = path_id(id)?;
+    state
+        .store
+        .webhook_get(caller.0.tenant_id, id)
+        .await?
+        .map(Json)
+        .ok_or_else(ApiError::not_found)
+}
+
+#[derive(Debug, Serialize)]
+struct Disabled {
+    #[serde(flatten)]
+    endpoint: WebhookEndpoint,
+    /// False when it was already disabled.
+    changed: bool,
+}
+
+/// `DELETE /v1/webhooks/{id}`: disables (the endpoint and its log are kept); idempotent.
+async fn disable(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<Disabled>, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let id = path_id(id)?;
+    let (endpoint, transition) = state
+        .store
+        .webhook_disable(caller.0.tenant_id, id, &actor(&caller))
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(Disabled {
+        endpoint,
+        changed: transition == Transition::Applied,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+struct LogParams {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct DeliveryLog {
+    deliveries: Vec<DeliveryView>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
+/// `GET /v1/webhooks/{id}/deliveries?limit=&cursor=`: newest first, each with its attempts.
+async fn deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    params: Result<Query<LogParams>, QueryRejection>,
+) -> Result<Json<DeliveryLog>, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let id = path_id(id)?;
+    let Query(params) = params.map_err(|_| {
+        ApiError::bad_request("invalid_query", "the query string could not be parsed")
+    })?;
+    let limit = page_size(params.limit.as_deref())?;
+    let cursor = page_cursor(params.cursor.as_deref())?;
+    let mut deliveries = state
+        .store
+        .webhook_delivery_log(caller.0.tenant_id, id, cursor, limit + 1)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let next_cursor = if deliveries.len() as i64 > limit {
+        deliveries.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        deliveries.last().map(|d| encode_cursor(d.created_at, d.id))
+    } else {
+        None
+    };
+    Ok(Json(DeliveryLog {
+        deliveries,
+        next_cursor,
+    }))
+}
+
+/// `POST /v1/webhooks/deliveries/{id}/requeue`: a DEAD delivery is sent again, same id, with a
+/// fresh attempts budget. 409 when it is not DEAD or its endpoint is disabled.
+async fn requeue(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<DeliveryView>, ApiError> {
+    caller.require(&[Role::Admin], ACTION)?;
+    let id = path_id(id)?;
+    match state
+        .store
+        .webhook_requeue(caller.0.tenant_id, id, &actor(&caller))
+        .await?
+    {
+        RequeueOutcome::Requeued(view) => Ok(Json(*view)),
+        RequeueOutcome::NotFound => Err(ApiError::not_found()),
+        RequeueOutcome::NotDead(status) => Err(ApiError::client(
+            StatusCode::CONFLICT,
+            "not_dead",
+            format!("only a DEAD delivery can be requeued; this one is {status}"),
+        )
+        .with_details(json!({"status": status}))),
+        RequeueOutcome::EndpointDisabled => Err(ApiError::client(
+            StatusCode::CONFLICT,
+            "endpoint_disabled",
+            "the delivery's endpoint is disabled; create a new endpoint instead",
+        )),
+    }
+}

@@ -1,0 +1,385 @@
+//! Notifications and webhook deliveries in the store: dedup, the lock-token guard, lock expiry
+//! at the end of a budget, the inbox's keyset pages and its guarded "mark read", and the
+//! tenant scope of every read and write.
+//!
+//! DESIGN §3 invariant 3, **Duplicates are harmless**: "one notification per dedup key, one
+//! webhook delivery id per event". These tests repeat causes and race holders on purpose.
+
+use chrono::Utc;
+use ironclad_core::notification::NotificationType;
+use ironclad_core::TenantId;
+use ironclad_store::notifications::NewNotification;
+use ironclad_store::webhooks::{AttemptOutcome, AttemptRecord, RequeueOutcome, WebhookUrl};
+use ironclad_store::{Store, Transition};
+use ironclad_testkit::TestDb;
+use std::time::Duration;
+use uuid::Uuid;
+
+const LOCK: Duration = Duration::from_secs(60);
+
+fn note(tenant: TenantId, key: &str) -> NewNotification {
+    NewNotification {
+        tenant,
+        case: None,
+        kind: NotificationType::DossierBlocked,
+        dedup_key: key.to_owned(),
+        data: serde_json::json!({"key": key}),
+    }
+}
+
+async fn endpoint(store: &Store, tenant: TenantId) -> anyhow::Result<Uuid> {
+    Ok(store
+        .webhook_create(
+            tenant,
+            &WebhookUrl::parse("http://127.0.0.1:9/hook")?,
+            Some("test"),
+            "api_key:admin",
+        )
+        .await?
+        .endpoint
+        .id)
+}
+
+async fn count(store: &Store, sql: &'static str) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(sql).fetch_one(store.pool()).await?)
+}
+
+fn answered(status: u16, retry_in: Duration) -> AttemptRecord {
+    let now = Utc::now();
+    AttemptRecord {
+        started_at: now,
+        finished_at: now,
+        http_status: Some(status),
+        error: None,
+        response_excerpt: Some("ok".into()),
+        delivered: (200..300).contains(&status),
+        retry_in,
+    }
+}
+
+/// Makes every held delivery's lock expired, as if its deliverer had died long ago.
+async fn expire_locks(store: &Store) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET locked_until = now() - interval '1 second' \
+         WHERE status = 'DELIVERING'",
+    )
+    .execute(store.pool())
+    .await?;
+    Ok(())
+}
+
+/// The same cause announced twice (a rerun, a replayed request) makes one notification and
+/// one delivery per endpoint. Breaks: an announce without its ON CONFLICT.
+#[tokio::test]
+async fn one_notification_and_one_delivery_per_dedup_key() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    endpoint(store, tenant).await?;
+    let first = store.announce(note(tenant, "case:1:blocked")).await?;
+    let again = store.announce(note(tenant, "case:1:blocked")).await?;
+    assert!(first.is_some());
+    assert_eq!(again, None, "the second announce is a no-op");
+    assert_eq!(count(store, "SELECT count(*) FROM notifications").await?, 1);
+    assert_eq!(
+        count(store, "SELECT count(*) FROM webhook_deliveries").await?,
+        1
+    );
+    // The key is per tenant: another tenant's identical key is its own notification.
+    let other = store.create_tenant("b").await?;
+    assert!(store
+        .announce(note(other, "case:1:blocked"))
+        .await?
+        .is_some());
+    assert_eq!(count(store, "SELECT count(*) FROM notifications").await?, 2);
+    db.drop_database().await;
+    Ok(())
+}
+
+/// A holder whose lock expired and was taken over writes nothing; the new holder's record
+/// applies, and the log shows the lost attempt and the real one, never the stale one.
+/// Breaks: a record not guarded by the lock token.
+#[tokio::test]
+async fn a_stale_holder_cannot_record_an_attempt() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    endpoint(store, tenant).await?;
+    let notification = store
+        .announce(note(tenant, "k"))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not announced"))?;
+    let old = store.webhook_claim_due(10, LOCK, 8).await?;
+    assert_eq!(old.len(), 1);
+    assert!(
+        store.webhook_claim_due(10, LOCK, 8).await?.is_empty(),
+        "a held delivery is not claimed twice"
+    );
+    expire_locks(store).await?;
+    let done = store.webhook_maintain().await?;
+    assert_eq!((done.released, done.released_dead), (1, 0));
+    let new = store.webhook_claim_due(10, LOCK, 8).await?;
+    assert_eq!(new.len(), 1);
+    assert_eq!(new[0].id, old[0].id, "same delivery id");
+    assert_eq!((old[0].attempt, new[0].attempt), (1, 2));
+
+    assert_eq!(
+        store
+            .webhook_record_attempt(&old[0], &answered(200, Duration::ZERO))
+            .await?,
+        AttemptOutcome::Stale
+    );
+    assert_eq!(
+        store
+            .webhook_record_attempt(&new[0], &answered(200, Duration::ZERO))
+            .await?,
+        AttemptOutcome::Delivered
+    );
+    // Recording twice is refused too (the row is no longer DELIVERING).
+    assert_eq!(
+        store
+            .webhook_record_attempt(&new[0], &answered(200, Duration::ZERO))
+            .await?,
+        AttemptOutcome::Stale
+    );
+    let log = store
+        .webhook_deliveries_of_notification(tenant, notification)
+        .await?;
+    let attempts: Vec<_> = log[0]
+        .attempt_log
+        .iter()
+        .map(|a| (a.attempt, a.http_status, a.error.is_some()))
+        .collect();
+    assert_eq!(attempts, vec![(1, None, true), (2, Some(200), false)]);
+    assert_eq!(log[0].status, "DELIVERED");
+    db.drop_database().await;
+    Ok(())
+}
+
+/// Failures back off, and the last attempt of a budget — answered or lost with its deliverer —
+/// makes the delivery DEAD instead of looping. Breaks: lock expiry that ignores the budget.
+#[tokio::test]
+async fn the_budget_ends_in_dead_whether_the_last_attempt_failed_or_was_lost() -> anyhow::Result<()>
+{
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    endpoint(store, tenant).await?;
+    store.announce(note(tenant, "answered")).await?;
+    store.announce(note(tenant, "lost")).await?;
+    let claimed = store.webhook_claim_due(10, LOCK, 2).await?;
+    assert_eq!(claimed.len(), 2);
+    let outcome = store
+        .webhook_record_attempt(&claimed[0], &answered(503, Duration::from_secs(30)))
+        .await?;
+    let AttemptOutcome::RetryAt(at) = outcome else {
+        anyhow::bail!("expected a retry, got {outcome:?}");
+    };
+    assert!(
+        at > Utc::now() + chrono::Duration::seconds(20),
+        "backoff applied"
+    );
+    // Not due yet: nothing to claim but the second one's next turn, which is held.
+    assert!(store.webhook_claim_due(10, LOCK, 2).await?.is_empty());
+    sqlx::query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'PENDING'")
+        .execute(store.pool())
+        .await?;
+    let second = store.webhook_claim_due(10, LOCK, 2).await?;
+    assert_eq!(second.len(), 1);
+    assert_eq!(
+        store
+            .webhook_record_attempt(&second[0], &answered(500, Duration::from_secs(30)))
+            .await?,
+        AttemptOutcome::Dead
+    );
+
+    // The other one: its deliverer dies on attempt 1, then again on attempt 2 (the last).
+    expire_locks(store).await?;
+    assert_eq!(store.webhook_maintain().await?.released, 1);
+    assert_eq!(store.webhook_claim_due(10, LOCK, 2).await?.len(), 1);
+    expire_locks(store).await?;
+    let done = store.webhook_maintain().await?;
+    assert_eq!((done.released, done.released_dead), (1, 1));
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM webhook_deliveries WHERE status = 'DEAD'"
+        )
+        .await?,
+        2
+    );
+    assert_eq!(
+        count(store, "SELECT count(*) FROM webhook_attempts").await?,
+        4,
+        "every attempt logged, lost ones included"
+    );
+    db.drop_database().await;
+    Ok(())
+}
+
+/// The inbox pages newest first without skipping or repeating, filters unread, and marks read
+/// once; nothing of another tenant is visible or writable. Breaks: a mark-read without its
+/// `read_at IS NULL` guard (it would move `read_at`), a read without its tenant scope.
+#[tokio::test]
+async fn the_inbox_pages_filters_and_marks_read_within_its_tenant() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    let other = store.create_tenant("b").await?;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(
+            store
+                .announce(note(tenant, &format!("n{i}")))
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("not announced"))?,
+        );
+    }
+    let foreign = store
+        .announce(note(other, "theirs"))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not announced"))?;
+
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.notifications_list(tenant, false, cursor, 2).await?;
+        if page.is_empty() {
+            break;
+        }
+        cursor = page.last().map(|n| (n.created_at, n.id));
+        seen.extend(page.into_iter().map(|n| n.id));
+    }
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first, "newest first, no gaps, no repeats");
+
+    let (first, t1) = store
+        .notification_mark_read(tenant, ids[0])
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not found"))?;
+    assert_eq!(t1, Transition::Applied);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (again, t2) = store
+        .notification_mark_read(tenant, ids[0])
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not found"))?;
+    assert_eq!(t2, Transition::Stale);
+    assert_eq!(again.read_at, first.read_at, "the first read_at is kept");
+    let unread = store.notifications_list(tenant, true, None, 50).await?;
+    assert_eq!(unread.len(), 4);
+    assert!(unread.iter().all(|n| n.id != ids[0]));
+
+    assert!(store
+        .notification_mark_read(tenant, foreign)
+        .await?
+        .is_none());
+    assert!(store.notification_mark_read(other, ids[1]).await?.is_none());
+    assert!(store
+        .notification_mark_read(tenant, Uuid::new_v4())
+        .await?
+        .is_none());
+    assert_eq!(
+        store
+            .notifications_list(other, false, None, 50)
+            .await?
+            .len(),
+        1
+    );
+    db.drop_database().await;
+    Ok(())
+}
+
+/// Endpoint admin: secrets never listed, create/disable/requeue audited with the admin actor,
+/// every id scoped to its tenant. Breaks: a listing that selects the secret, an unaudited
+/// change, a write that trusts an id from another tenant.
+#[tokio::test]
+async fn endpoints_are_audited_and_scoped_to_their_tenant() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    let other = store.create_tenant("b").await?;
+    let created = store
+        .webhook_create(
+            tenant,
+            &WebhookUrl::parse("https://example.com/hooks/ironclad")?,
+            Some("ops"),
+            "api_key:admin",
+        )
+        .await?;
+    assert!(created.secret.starts_with("whsec_"));
+    let listed = serde_json::to_string(&store.webhook_list(tenant).await?)?;
+    assert!(!listed.contains(&created.secret) && !listed.contains("secret"));
+    assert!(store.webhook_list(other).await?.is_empty());
+    let id = created.endpoint.id;
+    assert!(store.webhook_get(other, id).await?.is_none());
+    assert!(store
+        .webhook_disable(other, id, "api_key:intruder")
+        .await?
+        .is_none());
+    assert!(store
+        .webhook_delivery_log(other, id, None, 10)
+        .await?
+        .is_none());
+
+    let notification = store
+        .announce(note(tenant, "k"))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not announced"))?;
+    let delivery = store
+        .webhook_deliveries_of_notification(tenant, notification)
+        .await?[0]
+        .id;
+    assert!(store
+        .webhook_deliveries_of_notification(other, notification)
+        .await?
+        .is_empty());
+    assert!(matches!(
+        store
+            .webhook_requeue(other, delivery, "api_key:intruder")
+            .await?,
+        RequeueOutcome::NotFound
+    ));
+    assert!(matches!(
+        store
+            .webhook_requeue(tenant, delivery, "api_key:admin")
+            .await?,
+        RequeueOutcome::NotDead(_)
+    ));
+
+    let (_, first) = store
+        .webhook_disable(tenant, id, "api_key:admin")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not found"))?;
+    let (disabled, second) = store
+        .webhook_disable(tenant, id, "api_key:admin")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not found"))?;
+    assert_eq!((first, second), (Transition::Applied, Transition::Stale));
+    assert!(disabled.disabled_at.is_some());
+    let log = store
+        .webhook_delivery_log(tenant, id, None, 10)
+        .await?
+        .unwrap_or_default();
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        log[0].status, "DEAD",
+        "pending deliveries die with the endpoint"
+    );
+
+    let events: Vec<(String, String)> = sqlx::query_as(
+        "SELECT event_type, actor FROM audit_events WHERE tenant_id = $1 ORDER BY id",
+    )
+    .bind(tenant.0)
+    .fetch_all(store.pool())
+    .await?;
+    assert_eq!(
+        events,
+        vec![
+            ("WEBHOOK_CREATED".to_owned(), "api_key:admin".to_owned()),
+            ("WEBHOOK_DISABLED".to_owned(), "api_key:admin".to_owned()),
+        ]
+    );
+    db.drop_database().await;
+    Ok(())
+}
