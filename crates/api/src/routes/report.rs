@@ -1,0 +1,146 @@
+//! `GET /v1/cases/{id}/report?format=json|pdf[&version=N]`: one decision version of a case as a
+//! report, built from that version's frozen snapshot (see `ironclad_store::report`).
+//!
+//! Any role of the owning tenant may read it. Another tenant's case, an unknown or malformed
+//! id and a version the case does not have all get the same 404; a bad `format` or `version`
+//! is 400. The PDF is rendered on the blocking pool (it is CPU work) and sent as an
+//! attachment named `case-<id>-v<N>.pdf`.
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::report_pdf;
+use crate::state::AppState;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use ironclad_core::CaseId;
+use serde::Deserialize;
+use serde_json::json;
+
+/// The report route.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/cases/{id}/report", get(report))
+}
+
+/// What the report is sent as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Pdf,
+}
+
+impl Format {
+    const ALLOWED: [&'static str; 2] = ["json", "pdf"];
+
+    fn parse(raw: Option<&str>) -> Result<Self, ApiError> {
+        match raw {
+            None | Some("json") => Ok(Self::Json),
+            Some("pdf") => Ok(Self::Pdf),
+            Some(other) => Err(ApiError::bad_request(
+                "invalid_format",
+                format!("unknown report format {other:?}"),
+            )
+            .with_details(json!({"allowed": Self::ALLOWED}))),
+        }
+    }
+}
+
+/// A decision version: a whole number from 1.
+fn parse_version(raw: Option<&str>) -> Result<Option<i32>, ApiError> {
+    raw.map(|v| {
+        v.parse::<i32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_version",
+                "version must be a decision version number (1, 2, …)",
+            )
+        })
+    })
+    .transpose()
+}
+
+/// Query of the report; everything arrives as text so each mistake gets its own 400.
+#[derive(Debug, Deserialize)]
+struct ReportParams {
+    format: Option<String>,
+    version: Option<String>,
+}
+
+async fn report(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Result<Path<String>, PathRejection>,
+    params: Result<Query<ReportParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let id: CaseId = id
+        .ok()
+        .and_then(|Path(raw)| raw.parse().ok())
+        .ok_or_else(ApiError::not_found)?;
+    let Query(params) = params.map_err(|_| {
+        ApiError::bad_request("invalid_query", "the query string could not be parsed")
+    })?;
+    let format = Format::parse(params.format.as_deref())?;
+    let version = parse_version(params.version.as_deref())?;
+    let report = state
+        .store
+        .decision_report(Some(caller.0.tenant_id), id, version)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let mut response = match format {
+        Format::Json => Json(report).into_response(),
+        Format::Pdf => {
+            let filename = format!("case-{}-v{}.pdf", report.case.id, report.decision.version);
+            let pdf = tokio::task::spawn_blocking(move || report_pdf::render(&report))
+                .await
+                .map_err(|e| ApiError::Internal(format!("report rendering stopped: {e}")))?
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
+            let mut response = pdf.into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/pdf"),
+            );
+            // The name is a uuid and a number: nothing to quote or escape.
+            if let Ok(value) =
+                HeaderValue::from_str(&format!("attachment; filename=\"{filename}\""))
+            {
+                headers.insert(header::CONTENT_DISPOSITION, value);
+            }
+            response
+        }
+    };
+    // A report holds a tenant's business data: no shared cache may keep it.
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_versions_are_checked() {
+        assert_eq!(Format::parse(None).ok(), Some(Format::Json));
+        assert_eq!(Format::parse(Some("pdf")).ok(), Some(Format::Pdf));
+        for bad in ["PDF", "html", ""] {
+            assert_eq!(
+                Format::parse(Some(bad)).err().map(|e| e.code()),
+                Some("invalid_format")
+            );
+        }
+        assert_eq!(parse_version(None).ok(), Some(None));
+        assert_eq!(parse_version(Some("3")).ok(), Some(Some(3)));
+        for bad in ["0", "-1", "x", "1.5", "99999999999"] {
+            assert_eq!(
+                parse_version(Some(bad)).err().map(|e| e.code()),
+                Some("invalid_version"),
+                "{bad}"
+            );
+        }
+    }
+}
