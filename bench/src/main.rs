@@ -6,12 +6,15 @@
 //! targets are reported PASS/MISS, never asserted: shared machines are noisy.
 //!
 //! `… -- ocr` (or `-- ocr --smoke`) benchmarks the OCR path instead: see `ocr.rs`.
+//! `… -- rules` (or `-- rules --smoke`) benchmarks the rules engine alone: see `rules.rs`.
 
 mod baseline;
 mod chaos;
+mod finalize;
 mod load;
 mod ocr;
 mod phases;
+mod rules;
 mod server;
 mod sys;
 
@@ -85,6 +88,13 @@ enum Sub {
     /// The chaos run: real roles as processes, generated dossiers, a seeded fault schedule,
     /// then `ironclad verify` and a table of what each fault cost (see chaos/mod.rs).
     Chaos(chaos::ChaosArgs),
+    /// Rules engine throughput: evaluations/s of a 10-document, 40-rule case on one thread
+    /// (bench/results/rules.json).
+    Rules(rules::RulesArgs),
+    /// Finalization throughput: decisions committed per second (evaluate, decision, rule
+    /// results, snapshot, review, audit, notification, delivery row) against pgbench in the
+    /// same run (bench/results/finalize.json).
+    Finalize(finalize::FinalizeArgs),
     /// Internal: one PageReader job in its own process (for its peak RSS).
     #[command(hide = true)]
     OcrWorker(ocr::WorkerArgs),
@@ -316,6 +326,9 @@ fn main() -> ExitCode {
     if let Some(Sub::OcrWorker(args)) = &cli.command {
         return ocr::worker(args);
     }
+    if let Some(Sub::Rules(args)) = &cli.command {
+        return rules_main(args);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -329,7 +342,59 @@ fn main() -> ExitCode {
     match &cli.command {
         Some(Sub::Ocr(args)) => rt.block_on(ocr_main(args.clone())),
         Some(Sub::Chaos(args)) => rt.block_on(chaos::main(args.clone())),
+        Some(Sub::Finalize(args)) => rt.block_on(finalize_main(args.clone())),
         _ => rt.block_on(pipeline_main(cli)),
+    }
+}
+
+/// `ironclad-bench finalize`: prints the JSON and a one-line verdict.
+async fn finalize_main(args: finalize::FinalizeArgs) -> ExitCode {
+    match finalize::run(&args).await {
+        Ok(r) => {
+            println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+            println!(
+                "finalize: {:.0} decisions/s ({} cases, {} rules, {} finalizers; p99 {:.1} ms); pgbench intake-shaped {:.0} tps → ratio {:.2}; target {}: {}",
+                r["decisions_per_sec"].as_f64().unwrap_or(0.0),
+                r["cases"],
+                r["rules"],
+                r["concurrency"],
+                r["latency_p99_ms"].as_f64().unwrap_or(0.0),
+                r["baseline_pgbench"]["tps"].as_f64().unwrap_or(0.0),
+                r["ratio_to_pgbench"].as_f64().unwrap_or(0.0),
+                r["target"].as_str().unwrap_or(""),
+                r["verdict"].as_str().unwrap_or("")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench finalize: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `ironclad-bench rules`: pure CPU, so no runtime and no services.
+fn rules_main(args: &rules::RulesArgs) -> ExitCode {
+    match rules::run(args) {
+        Ok(result) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&result).unwrap_or_default()
+            );
+            println!(
+                "rules: {} evaluations/s ({} documents, {} rules, 1 thread), target {}: {}",
+                fmt_int(result["evaluations_per_sec"].as_f64().unwrap_or(0.0)),
+                result["documents"],
+                result["rules"],
+                result["target"].as_str().unwrap_or(""),
+                result["verdict"].as_str().unwrap_or("")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench rules: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

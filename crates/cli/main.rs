@@ -44,8 +44,20 @@ enum Command {
     Case(commands::cases::CaseArgs),
     /// Requeue dead work.
     Requeue(commands::admin::RequeueArgs),
+    /// Resolve a case's pending review (approve, override or reject).
+    Review(commands::decisions::ReviewArgs),
+    /// Read a case again as a new generation (old jobs cancelled).
+    Reprocess(commands::decisions::ReprocessArgs),
+    /// Write a new decision version under the active rules, without re-reading documents.
+    Reevaluate(commands::decisions::ReevaluateArgs),
+    /// Manage versioned rulesets (create, list, show, validate, activate, diff).
+    #[command(subcommand)]
+    Rulesets(commands::decisions::RulesetsCommand),
     /// Check every reliability promise against the database and blob store (exit 1 if broken).
     Verify(commands::verify::VerifyArgs),
+    /// Check the audit trail's hash chain.
+    #[command(subcommand)]
+    Audit(commands::audit::AuditCommand),
     /// Read files and print pages, segments and fields (no database needed).
     Extract(commands::documents::ExtractArgs),
     /// Validate or load workflow files.
@@ -103,7 +115,12 @@ fn main() -> std::process::ExitCode {
             Command::Cases(a) => commands::cases::list(&c, a).await,
             Command::Case(a) => commands::cases::show(&c, a).await,
             Command::Requeue(a) => commands::admin::requeue(&c, a).await,
+            Command::Review(a) => commands::decisions::review(&c, a).await,
+            Command::Reprocess(a) => commands::decisions::reprocess(&c, a).await,
+            Command::Reevaluate(a) => commands::decisions::reevaluate(&c, a).await,
+            Command::Rulesets(r) => commands::decisions::rulesets(&c, r).await,
             Command::Verify(a) => commands::verify::run(&c, a).await,
+            Command::Audit(a) => commands::audit::run(&c, a).await,
             Command::Extract(a) => commands::documents::extract(a).await,
             Command::Workflow(w) => commands::documents::workflow(&c, w).await,
             Command::Templates(t) => commands::documents::templates(t),

@@ -32,6 +32,7 @@
 pub mod auth;
 pub mod error;
 pub mod intake;
+pub mod report_pdf;
 pub mod router;
 pub mod routes;
 pub mod state;

@@ -28,6 +28,11 @@ pub fn router(state: AppState) -> Router {
     let limiters = RateLimiters::new(config);
     let mut app = Router::new()
         .merge(routes::cases::router(&config.limits))
+        .merge(routes::decisions::router())
+        .merge(routes::rulesets::router())
+        .merge(routes::report::router())
+        .merge(routes::notifications::router())
+        .merge(routes::webhooks::router())
         .merge(routes::ops::router());
     if config.metrics_on_api_listener {
         app = app.merge(routes::ops::metrics_routes());

@@ -1,7 +1,9 @@
 //! One module per group of commands.
 
 pub mod admin;
+pub mod audit;
 pub mod cases;
+pub mod decisions;
 pub mod documents;
 pub mod roles;
 pub mod submit;

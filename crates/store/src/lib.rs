@@ -8,16 +8,27 @@
 //! (sqlx's macros would need a database or a committed `.sqlx/` cache to build).
 #![deny(missing_docs)]
 
+pub mod audit;
+pub(crate) mod audit_trail;
+pub mod decisions;
 pub mod error;
 pub mod intake;
 pub mod jobs;
 pub mod metrics;
+pub mod notifications;
+pub(crate) mod notify;
 pub mod outbox;
 pub mod read;
 pub mod reconcile;
+pub mod replay;
+pub mod report;
+pub mod reprocess;
 pub mod results;
+pub mod reviews;
+pub mod rulesets;
 pub mod tenants;
 pub mod verify;
+pub mod webhooks;
 pub mod workflows;
 
 pub use error::{StoreError, StoreResult};

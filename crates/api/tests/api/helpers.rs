@@ -59,7 +59,7 @@ impl Answer {
         String::from_utf8_lossy(&self.bytes).into_owned()
     }
 
-    async fn read(response: reqwest::Response) -> anyhow::Result<Self> {
+    pub async fn read(response: reqwest::Response) -> anyhow::Result<Self> {
         Ok(Self {
             status: response.status(),
             headers: response.headers().clone(),
@@ -231,7 +231,10 @@ impl TestApp {
             sources: self.count("SELECT count(*) FROM sources").await?,
             jobs: self.count("SELECT count(*) FROM jobs").await?,
             outbox: self.count("SELECT count(*) FROM outbox").await?,
-            audit: self.count("SELECT count(*) FROM audit_events").await?,
+            // Case history only: creating the test's API keys records APIKEY_CREATED too.
+            audit: self
+                .count("SELECT count(*) FROM audit_events WHERE case_id IS NOT NULL")
+                .await?,
             submissions: self
                 .count("SELECT count(*) FROM intake_submissions")
                 .await?,

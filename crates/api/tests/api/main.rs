@@ -11,14 +11,22 @@
 //! - `auth`: 401/403, and tenant isolation that cannot be probed.
 //! - `faults`: a failure after the blob writes leaves no case, and the sweep collects the orphan.
 //! - `reads`: keyset listing and its parameter checks.
+//! - `report`: a decision version's report as JSON and PDF (no mixing of versions, tenant
+//!   isolation, 404/400s, hostile text read back with pdftotext).
 //! - `ops`: healthz, readyz (up and down), metrics (cached gauges, token, own listener), JSON
 //!   404/405, the request deadline.
 //! - `throttle`: per-key and per-address rates (429 + Retry-After), the health probes exempt.
 //! - `load`: the cap on concurrent intakes (503 busy) and the inspection time budget.
 //! - `cleanup`: a failed or abandoned intake deletes the blobs it created, at once.
+//! - `revocation`: a revoked key is refused by every API process within 1 s.
+//! - `decisions`: the review queue and actions (roles, keys, stale versions, isolation),
+//!   reprocess, reevaluate, and rulesets (admin only, validated before activation, diffed).
+//! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
+//!   notification inbox, with tenant isolation on every route.
 
 mod auth;
 mod cleanup;
+mod decisions;
 mod faults;
 mod file_types;
 mod helpers;
@@ -28,4 +36,7 @@ mod limits;
 mod load;
 mod ops;
 mod reads;
+mod report;
+mod revocation;
 mod throttle;
+mod webhooks;
