@@ -197,6 +197,11 @@ pub struct RoleSettings {
     /// Pause between the deliverer's looks for due webhook deliveries when none was due.
     #[arg(long, env = "IRONCLAD_WEBHOOK_POLL", default_value = "1s", value_parser = parse_duration)]
     pub webhook_poll: Duration,
+    /// Let webhooks reach loopback, private, link-local, CGNAT and other non-public addresses
+    /// (on-premise receivers). Off: such URLs are refused at creation and such addresses when
+    /// the deliverer connects.
+    #[arg(long, env = "IRONCLAD_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub webhook_allow_private: bool,
     /// Approximate stream length cap (XADD MAXLEN ~).
     #[arg(long, env = "IRONCLAD_STREAM_MAXLEN", default_value_t = 1_000_000)]
     pub stream_maxlen: usize,
@@ -304,6 +309,7 @@ impl RoleSettings {
             },
             lock: self.webhook_timeout * 2 + Duration::from_secs(10),
             poll: self.webhook_poll,
+            allow_private: self.webhook_allow_private,
             ..defaults
         };
         config

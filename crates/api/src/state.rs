@@ -101,6 +101,12 @@ pub struct ApiConfig {
     /// stored version of its workflow, so all its sources are read under one version even
     /// during a rolling restart; `None` leaves the pin to the first worker that reads it.
     pub default_workflow: Option<String>,
+    /// Whether a webhook endpoint may be created at `localhost` or at an IP literal outside the
+    /// public address space (loopback, private, link-local, CGNAT, multicast, …). Default
+    /// false: such a URL is refused 400 `invalid_url`, so that a tenant admin cannot aim the
+    /// deliverer at our own network. Set (`IRONCLAD_WEBHOOK_ALLOW_PRIVATE`) for on-premise
+    /// receivers; the deliverer has the same setting for the addresses it connects to.
+    pub webhook_allow_private: bool,
 }
 
 impl Default for ApiConfig {
@@ -116,6 +122,7 @@ impl Default for ApiConfig {
             metrics_token: None,
             metrics_on_api_listener: true,
             default_workflow: None,
+            webhook_allow_private: false,
         }
     }
 }
@@ -136,6 +143,7 @@ impl std::fmt::Debug for ApiConfig {
             )
             .field("metrics_on_api_listener", &self.metrics_on_api_listener)
             .field("default_workflow", &self.default_workflow)
+            .field("webhook_allow_private", &self.webhook_allow_private)
             .finish()
     }
 }

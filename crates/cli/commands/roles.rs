@@ -170,6 +170,7 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             metrics_token: s.metrics_token.clone().filter(|t| !t.is_empty()),
             metrics_on_api_listener: s.metrics_listen.is_none(),
             default_workflow,
+            webhook_allow_private: s.webhook_allow_private,
             ..ApiConfig::default()
         }),
         metrics: Some(metrics.clone()),

@@ -12,11 +12,14 @@ use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use ironclad_core::RetryPolicy;
 use ironclad_store::webhooks::{
-    AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryMaintenance, RESPONSE_EXCERPT_BYTES,
+    non_public_range, AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryMaintenance,
+    RESPONSE_EXCERPT_BYTES,
 };
 use ironclad_store::{Store, StoreError};
 use rand::Rng;
 use sha2::Sha256;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -61,6 +64,12 @@ pub struct DeliveryConfig {
     pub poll: Duration,
     /// How often expired locks are released and disabled endpoints' rows retired. Default 5 s.
     pub maintain_every: Duration,
+    /// Whether deliveries may reach loopback, private, link-local, CGNAT, multicast and other
+    /// non-public addresses ([`non_public_range`]). Default false: every address the host name
+    /// resolves to is checked when connecting (so DNS rebinding is covered too) and a
+    /// non-public one is refused, the attempt failing with the reason. Set
+    /// (`IRONCLAD_WEBHOOK_ALLOW_PRIVATE`) for on-premise receivers.
+    pub allow_private: bool,
 }
 
 impl Default for DeliveryConfig {
@@ -82,6 +91,7 @@ impl Default for DeliveryConfig {
             batch: 16,
             poll: Duration::from_secs(1),
             maintain_every: Duration::from_secs(5),
+            allow_private: false,
         }
     }
 }
@@ -164,8 +174,74 @@ pub fn signature_header(
     Ok(format!("t={t},v1={}", sign(secret, t, body)?))
 }
 
+/// A refused destination: the address a webhook would have connected to is not public.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("destination address {address} is {range}; webhooks may only reach public addresses")]
+pub struct NotPublicDestination {
+    /// The address refused.
+    pub address: IpAddr,
+    /// Which kind of address it is (`loopback`, `private`, …).
+    pub range: &'static str,
+}
+
+impl NotPublicDestination {
+    /// `Some` when `address` is not public.
+    pub fn check(address: IpAddr) -> Option<Self> {
+        non_public_range(address).map(|range| Self { address, range })
+    }
+}
+
+/// Resolves host names as the system does, keeping only public addresses: the deliverer can
+/// never connect to our own network, whatever the name resolves to at the time of the attempt
+/// (a name that passed a check earlier and now points inside — DNS rebinding — included). When
+/// every address is refused, the error names the first.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PublicOnlyResolver;
+
+impl reqwest::dns::Resolve for PublicOnlyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut refused = None;
+            let mut public = Vec::with_capacity(resolved.len());
+            for address in resolved {
+                match NotPublicDestination::check(address.ip()) {
+                    None => public.push(address),
+                    Some(why) => {
+                        refused.get_or_insert(why);
+                    }
+                }
+            }
+            match refused {
+                Some(why) if public.is_empty() => Err(why.into()),
+                _ => Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs),
+            }
+        })
+    }
+}
+
+/// The refusal for a URL whose host is a non-public IP literal (the resolver never sees those).
+fn literal_destination_refusal(url: &str) -> Option<NotPublicDestination> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    NotPublicDestination::check(host.parse().ok()?)
+}
+
 /// What a failed request says, without the URL (the log has it) and with the cause.
 fn describe(err: &reqwest::Error, timeout: Duration) -> String {
+    let mut cause: Option<&dyn std::error::Error> = Some(err);
+    while let Some(c) = cause {
+        if let Some(refused) = c.downcast_ref::<NotPublicDestination>() {
+            return refused.to_string();
+        }
+        cause = c.source();
+    }
     if err.is_timeout() {
         return format!("timed out after {timeout:?}");
     }
@@ -192,7 +268,15 @@ impl Deliverer {
     /// A deliverer over `store`; refuses invalid settings.
     pub fn new(store: Store, config: DeliveryConfig) -> Result<Self, DelivererError> {
         config.validate().map_err(DelivererError::Config)?;
-        let client = reqwest::Client::builder()
+        let mut client = reqwest::Client::builder();
+        if !config.allow_private {
+            // Straight to the receiver: through a proxy the resolver would check the proxy's
+            // address, not the destination's.
+            client = client
+                .dns_resolver(Arc::new(PublicOnlyResolver))
+                .no_proxy();
+        }
+        let client = client
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout.min(config.timeout))
             // A receiver's redirect is an answer, not an instruction: following it would send
@@ -306,6 +390,13 @@ impl Deliverer {
                 .delay(d.attempt_in_budget, rand::rng().random::<f64>()),
         };
         let finished = |clock: Instant| finished_at(started_at, clock.elapsed());
+        if !self.config.allow_private {
+            if let Some(refused) = literal_destination_refusal(&d.url) {
+                record.error = Some(refused.to_string());
+                record.finished_at = finished(clock);
+                return record;
+            }
+        }
         let body = match serde_json::to_vec(&d.notification) {
             Ok(body) => body,
             Err(err) => {
@@ -470,6 +561,28 @@ mod tests {
             ..DeliveryConfig::default()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn non_public_ip_literals_are_refused_before_connecting() {
+        assert_eq!(
+            literal_destination_refusal("http://10.0.0.5:8080/hook").map(|r| r.to_string()),
+            Some(
+                "destination address 10.0.0.5 is private; webhooks may only reach public addresses"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            literal_destination_refusal("http://[::1]/").map(|r| r.range),
+            Some("loopback")
+        );
+        assert_eq!(
+            literal_destination_refusal("http://169.254.169.254/").map(|r| r.range),
+            Some("link-local")
+        );
+        assert_eq!(literal_destination_refusal("https://93.184.215.14/"), None);
+        // Names go through the resolver.
+        assert_eq!(literal_destination_refusal("http://localhost/"), None);
     }
 
     #[test]

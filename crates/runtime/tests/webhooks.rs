@@ -168,6 +168,8 @@ fn fast_config(max_attempts: i32) -> DeliveryConfig {
         batch: 8,
         poll: Duration::from_millis(20),
         maintain_every: Duration::from_millis(200),
+        // The receivers are on 127.0.0.1.
+        allow_private: true,
     }
 }
 
@@ -191,7 +193,12 @@ impl World {
     async fn endpoint(&self, url: &str) -> anyhow::Result<(Uuid, String)> {
         let created = self
             .store()
-            .webhook_create(self.tenant, &WebhookUrl::parse(url)?, None, "test-admin")
+            .webhook_create(
+                self.tenant,
+                &WebhookUrl::parse(url, true)?,
+                None,
+                "test-admin",
+            )
             .await?;
         Ok((created.endpoint.id, created.secret))
     }
@@ -570,6 +577,85 @@ async fn a_disabled_endpoint_receives_nothing() -> anyhow::Result<()> {
         .await?
         .is_empty());
     assert!(receiver.received().is_empty());
+    w.finish().await;
+    Ok(())
+}
+
+/// With private destinations not allowed (the default), an endpoint at a loopback or private
+/// address — an IP literal stored while the setting was on, or a name that resolves inside (DNS
+/// rebinding) — is never connected to: each attempt fails with the reason, counts like any
+/// failed attempt and is retried, then DEAD. Breaks: the deliverer reaching our own network
+/// (SSRF), a name resolving to 127.0.0.1 slipping past the IP-literal check.
+#[tokio::test]
+async fn private_destinations_are_refused_without_connecting() -> anyhow::Result<()> {
+    let w = World::new().await?;
+    let receiver = Receiver::start(vec![]).await?;
+    let (literal, _) = w.endpoint(&receiver.url).await?;
+    let by_name_url = receiver.url.replacen("127.0.0.1", "localhost", 1);
+    anyhow::ensure!(by_name_url != receiver.url, "receiver url {}", receiver.url);
+    let (by_name, _) = w.endpoint(&by_name_url).await?;
+    let (private, _) = w.endpoint("http://10.0.0.5:8080/hook").await?;
+    let notification = w.announce("case:6:decision:1").await?;
+    let config = DeliveryConfig {
+        allow_private: false,
+        ..fast_config(2)
+    };
+    assert!(!DeliveryConfig::default().allow_private, "off by default");
+    let d = Deliverer::new(w.store().clone(), config)?;
+
+    let first = d.tick().await?;
+    assert_eq!((first.claimed, first.retrying), (3, 3), "{first:?}");
+    let mut dead = 0;
+    tick_until(&d, 50, |r| {
+        dead += r.dead;
+        dead == 3
+    })
+    .await?;
+
+    let log = w
+        .store()
+        .webhook_deliveries_of_notification(w.tenant, notification)
+        .await?;
+    assert_eq!(log.len(), 3);
+    let suffix = "; webhooks may only reach public addresses";
+    for delivery in &log {
+        assert_eq!(
+            (delivery.status.as_str(), delivery.attempts),
+            ("DEAD", 2),
+            "{delivery:?}"
+        );
+        assert_eq!(delivery.attempt_log.len(), 2);
+        let expected = if delivery.endpoint_id == literal {
+            "destination address 127.0.0.1 is loopback".to_owned()
+        } else if delivery.endpoint_id == private {
+            "destination address 10.0.0.5 is private".to_owned()
+        } else {
+            assert_eq!(delivery.endpoint_id, by_name);
+            // localhost resolves to 127.0.0.1, ::1 or both: the first refused is named.
+            String::new()
+        };
+        for attempt in &delivery.attempt_log {
+            assert_eq!(attempt.http_status, None);
+            assert_eq!(attempt.response_excerpt, None);
+            let error = attempt.error.as_deref().unwrap_or_default();
+            if expected.is_empty() {
+                assert!(
+                    error == format!("destination address 127.0.0.1 is loopback{suffix}")
+                        || error == format!("destination address ::1 is loopback{suffix}"),
+                    "{error}"
+                );
+            } else {
+                assert_eq!(error, format!("{expected}{suffix}"));
+            }
+        }
+        assert!(delivery
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains(suffix));
+    }
+    assert!(receiver.received().is_empty(), "the receiver was reached");
+    receiver.stop.notify_waiters();
     w.finish().await;
     Ok(())
 }

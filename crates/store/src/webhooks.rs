@@ -22,6 +22,7 @@ use ironclad_core::notification::{DeliveryStatus, NotificationType};
 use ironclad_core::TenantId;
 use rand::Rng;
 use serde::Serialize;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -53,6 +54,77 @@ pub enum WebhookUrlError {
     /// A `#fragment`, which is never sent to the server.
     #[error("the URL must not have a #fragment")]
     Fragment,
+    /// The host is an address of our own network (or `localhost`): a webhook there would let a
+    /// tenant reach internal services (server-side request forgery).
+    #[error("the host {host} is {range}; webhooks may only reach public addresses")]
+    NotPublic {
+        /// The host as written in the normalised URL.
+        host: String,
+        /// Which kind of address it is (`loopback`, `private`, …).
+        range: &'static str,
+    },
+}
+
+/// Which non-public range `ip` is in, or `None` for a public address. Webhooks may reach only
+/// public addresses (unless `IRONCLAD_WEBHOOK_ALLOW_PRIVATE` is set): these are refused both
+/// when an endpoint is created (IP literals) and when the deliverer connects (every resolved
+/// address). An IPv4-mapped, IPv4-compatible or NAT64 (`64:ff9b::/96`) IPv6 address is judged
+/// by the IPv4 address it carries.
+pub fn non_public_range(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => non_public_v4(v4),
+        IpAddr::V6(v6) => non_public_v6(v6),
+    }
+}
+
+fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, ..] = ip.octets();
+    if a == 0 {
+        // 0.0.0.0/8, "this network": 0.0.0.0 reaches the local host on most systems.
+        Some("unspecified")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_private() {
+        Some("private")
+    } else if ip.is_link_local() {
+        Some("link-local")
+    } else if a == 100 && (64..128).contains(&b) {
+        Some("shared address space (CGNAT)")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if ip.is_broadcast() {
+        Some("broadcast")
+    } else if a >= 240 {
+        Some("reserved")
+    } else {
+        None
+    }
+}
+
+fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let segments = ip.segments();
+    if ip.is_unspecified() {
+        Some("unspecified")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if let Some(v4) = ip.to_ipv4_mapped() {
+        non_public_v4(v4)
+    } else if segments[..6] == [0; 6] || segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) carry an IPv4 address.
+        let [.., a, b, c, d] = ip.octets();
+        non_public_v4(Ipv4Addr::new(a, b, c, d))
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if segments[0] & 0xfe00 == 0xfc00 {
+        Some("private")
+    } else if segments[0] & 0xffc0 == 0xfe80 {
+        Some("link-local")
+    } else if segments[0] & 0xffc0 == 0xfec0 {
+        // Site-local, deprecated but still routed inside some networks.
+        Some("private")
+    } else {
+        None
+    }
 }
 
 /// A URL a webhook may be sent to: absolute http(s), a host, no credentials, no fragment.
@@ -61,8 +133,11 @@ pub enum WebhookUrlError {
 pub struct WebhookUrl(String);
 
 impl WebhookUrl {
-    /// Checks `raw` and returns it normalised (as the URL standard serialises it).
-    pub fn parse(raw: &str) -> Result<Self, WebhookUrlError> {
+    /// Checks `raw` and returns it normalised (as the URL standard serialises it). Unless
+    /// `allow_private`, a host that is `localhost`, `*.localhost` or an IP literal outside the
+    /// public address space ([`non_public_range`]) is refused. A host name that resolves to
+    /// such an address is caught by the deliverer, which checks every address it connects to.
+    pub fn parse(raw: &str, allow_private: bool) -> Result<Self, WebhookUrlError> {
         let raw = raw.trim();
         if raw.len() > MAX_URL_LEN {
             return Err(WebhookUrlError::TooLong);
@@ -80,6 +155,14 @@ impl WebhookUrl {
         if url.fragment().is_some() {
             return Err(WebhookUrlError::Fragment);
         }
+        if !allow_private {
+            if let Some(range) = url.host().and_then(|h| host_range(&h)) {
+                return Err(WebhookUrlError::NotPublic {
+                    host: url.host_str().unwrap_or_default().to_owned(),
+                    range,
+                });
+            }
+        }
         let normalised = String::from(url);
         if normalised.len() > MAX_URL_LEN {
             return Err(WebhookUrlError::TooLong);
@@ -90,6 +173,19 @@ impl WebhookUrl {
     /// The URL as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Which non-public kind of host `host` is: an IP literal outside the public address space, or
+/// a `localhost` name (which resolvers answer locally, whatever DNS says).
+fn host_range(host: &url::Host<&str>) -> Option<&'static str> {
+    match host {
+        url::Host::Ipv4(ip) => non_public_v4(*ip),
+        url::Host::Ipv6(ip) => non_public_v6(*ip),
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            (name == "localhost" || name.ends_with(".localhost")).then_some("loopback")
+        }
     }
 }
 
@@ -803,36 +899,89 @@ mod tests {
     #[test]
     fn only_plain_http_urls_are_endpoints() {
         assert_eq!(
-            WebhookUrl::parse("https://example.com/hook").map(|u| u.0),
+            WebhookUrl::parse("https://example.com/hook", false).map(|u| u.0),
             Ok("https://example.com/hook".to_owned())
         );
-        assert!(WebhookUrl::parse("http://127.0.0.1:8080/x?y=1").is_ok());
+        assert!(WebhookUrl::parse("http://127.0.0.1:8080/x?y=1", true).is_ok());
         assert_eq!(
-            WebhookUrl::parse("ftp://example.com/"),
+            WebhookUrl::parse("ftp://example.com/", false),
             Err(WebhookUrlError::Scheme("ftp".into()))
         );
         assert_eq!(
-            WebhookUrl::parse("https://user:pw@example.com/"),
+            WebhookUrl::parse("https://user:pw@example.com/", false),
             Err(WebhookUrlError::Credentials)
         );
         assert_eq!(
-            WebhookUrl::parse("https://user@example.com/"),
+            WebhookUrl::parse("https://user@example.com/", false),
             Err(WebhookUrlError::Credentials)
         );
         assert_eq!(
-            WebhookUrl::parse("https://example.com/#x"),
+            WebhookUrl::parse("https://example.com/#x", false),
             Err(WebhookUrlError::Fragment)
         );
         assert!(matches!(
-            WebhookUrl::parse("example.com/hook"),
+            WebhookUrl::parse("example.com/hook", false),
             Err(WebhookUrlError::Malformed(_))
         ));
         assert!(matches!(
-            WebhookUrl::parse("file:///etc/passwd"),
+            WebhookUrl::parse("file:///etc/passwd", false),
             Err(WebhookUrlError::Scheme(_))
         ));
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
-        assert_eq!(WebhookUrl::parse(&long), Err(WebhookUrlError::TooLong));
+        assert_eq!(
+            WebhookUrl::parse(&long, false),
+            Err(WebhookUrlError::TooLong)
+        );
+    }
+
+    #[test]
+    fn hosts_outside_the_public_address_space_are_refused_unless_allowed() {
+        for (url, range) in [
+            ("http://127.0.0.1/hook", "loopback"),
+            ("http://127.1.2.3:8080/", "loopback"),
+            ("http://2130706433/", "loopback"),
+            ("http://0x7f.1/", "loopback"),
+            ("http://10.1.2.3/", "private"),
+            ("http://172.16.0.1/", "private"),
+            ("http://192.168.1.1/", "private"),
+            ("http://169.254.169.254/latest/meta-data/", "link-local"),
+            ("http://100.64.0.1/", "shared address space (CGNAT)"),
+            ("http://0.0.0.0:8080/", "unspecified"),
+            ("http://224.0.0.1/", "multicast"),
+            ("http://255.255.255.255/", "broadcast"),
+            ("http://[::1]/", "loopback"),
+            ("http://[::]/", "unspecified"),
+            ("http://[fd00::1]/", "private"),
+            ("http://[fe80::1]/", "link-local"),
+            ("http://[ff02::1]/", "multicast"),
+            ("http://[::ffff:10.0.0.5]/", "private"),
+            ("http://[64:ff9b::a9fe:a9fe]/", "link-local"),
+            ("http://localhost:8080/", "loopback"),
+            ("http://LocalHost./", "loopback"),
+            ("http://api.localhost/", "loopback"),
+        ] {
+            match WebhookUrl::parse(url, false) {
+                Err(WebhookUrlError::NotPublic { range: r, .. }) => assert_eq!(r, range, "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+            assert!(WebhookUrl::parse(url, true).is_ok(), "{url}");
+        }
+        let err = WebhookUrl::parse("http://10.0.0.5/x", false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the host 10.0.0.5 is private; webhooks may only reach public addresses"
+        );
+        for url in [
+            "https://example.com/hook",
+            "https://93.184.215.14/",
+            "http://100.128.0.1/",
+            "http://172.32.0.1/",
+            "http://[2606:4700::1111]/",
+            "http://localhost.example.com/",
+            "http://notlocalhost/",
+        ] {
+            assert!(WebhookUrl::parse(url, false).is_ok(), "{url}");
+        }
     }
 
     #[test]

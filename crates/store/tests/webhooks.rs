@@ -31,7 +31,7 @@ async fn endpoint(store: &Store, tenant: TenantId) -> anyhow::Result<Uuid> {
     Ok(store
         .webhook_create(
             tenant,
-            &WebhookUrl::parse("http://127.0.0.1:9/hook")?,
+            &WebhookUrl::parse("http://127.0.0.1:9/hook", true)?,
             Some("test"),
             "api_key:admin",
         )
@@ -302,7 +302,7 @@ async fn endpoints_are_audited_and_scoped_to_their_tenant() -> anyhow::Result<()
     let created = store
         .webhook_create(
             tenant,
-            &WebhookUrl::parse("https://example.com/hooks/ironclad")?,
+            &WebhookUrl::parse("https://example.com/hooks/ironclad", false)?,
             Some("ops"),
             "api_key:admin",
         )

@@ -60,7 +60,7 @@ async fn create(
         )
         .with_details(json!({"reason": e.body_text()}))
     })?;
-    let url = WebhookUrl::parse(&body.url).map_err(|e| {
+    let url = WebhookUrl::parse(&body.url, state.config.webhook_allow_private).map_err(|e| {
         ApiError::bad_request("invalid_url", e.to_string()).with_details(json!({"field": "url"}))
     })?;
     let description = body

@@ -3,6 +3,7 @@
 //! tenant's id, an unknown id and a malformed id all answer the same 404).
 
 use crate::helpers::{Answer, TestApp};
+use ironclad_api::ApiConfig;
 use ironclad_core::notification::NotificationType;
 use ironclad_core::role::Role;
 use ironclad_core::TenantId;
@@ -171,7 +172,12 @@ async fn an_admin_manages_endpoints_and_sees_their_deliveries() -> anyhow::Resul
 /// A DEAD delivery of a live endpoint is requeued with the same id and a fresh budget.
 #[tokio::test]
 async fn requeue_keeps_the_id_and_gives_a_fresh_budget() -> anyhow::Result<()> {
-    let app = TestApp::spawn().await?;
+    // The endpoint is on 127.0.0.1, as an on-premise receiver would be.
+    let app = TestApp::spawn_with(ApiConfig {
+        webhook_allow_private: true,
+        ..ApiConfig::default()
+    })
+    .await?;
     let admin = app.key_for(app.tenant, Role::Admin).await?;
     let created = call(
         &app,
@@ -267,6 +273,94 @@ async fn bad_webhook_requests_are_400_and_store_nothing() -> anyhow::Result<()> 
         0
     );
     app.stop().await;
+    Ok(())
+}
+
+/// A URL at localhost or at a loopback, private, link-local, CGNAT, multicast or unspecified
+/// address is refused 400 `invalid_url` with the reason, and nothing is stored, unless the
+/// deployment allows private destinations. Breaks: a tenant admin aiming the deliverer at our
+/// own network or the cloud metadata service (SSRF).
+#[tokio::test]
+async fn webhooks_to_our_own_network_are_refused_unless_allowed() -> anyhow::Result<()> {
+    let urls = [
+        ("http://127.0.0.1:8080/hook", "127.0.0.1", "loopback"),
+        ("http://10.1.2.3/hook", "10.1.2.3", "private"),
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254",
+            "link-local",
+        ),
+        ("http://[::1]:9000/hook", "[::1]", "loopback"),
+        ("http://localhost:8080/hook", "localhost", "loopback"),
+        ("https://hooks.localhost/x", "hooks.localhost", "loopback"),
+        ("http://[fd12::1]/hook", "[fd12::1]", "private"),
+        ("http://[fe80::1]/hook", "[fe80::1]", "link-local"),
+        (
+            "http://100.64.1.1/hook",
+            "100.64.1.1",
+            "shared address space (CGNAT)",
+        ),
+        ("http://0.0.0.0/hook", "0.0.0.0", "unspecified"),
+        ("http://239.1.2.3/hook", "239.1.2.3", "multicast"),
+    ];
+    let app = TestApp::spawn().await?;
+    let admin = app.key_for(app.tenant, Role::Admin).await?;
+    for (url, host, range) in urls {
+        let answer = call(
+            &app,
+            Method::POST,
+            "/v1/webhooks",
+            &admin,
+            Some(json!({ "url": url })),
+        )
+        .await?;
+        assert_eq!(
+            (answer.status, answer.code().as_str()),
+            (StatusCode::BAD_REQUEST, "invalid_url"),
+            "{url}: {}",
+            answer.text()
+        );
+        assert_eq!(
+            answer.json()["error"]["message"],
+            format!("the host {host} is {range}; webhooks may only reach public addresses"),
+            "{url}"
+        );
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_endpoints").await?,
+        0
+    );
+    app.stop().await;
+
+    let on_premise = TestApp::spawn_with(ApiConfig {
+        webhook_allow_private: true,
+        ..ApiConfig::default()
+    })
+    .await?;
+    let admin = on_premise.key_for(on_premise.tenant, Role::Admin).await?;
+    for (url, ..) in urls {
+        let answer = call(
+            &on_premise,
+            Method::POST,
+            "/v1/webhooks",
+            &admin,
+            Some(json!({ "url": url })),
+        )
+        .await?;
+        assert_eq!(
+            answer.status,
+            StatusCode::CREATED,
+            "{url}: {}",
+            answer.text()
+        );
+    }
+    assert_eq!(
+        on_premise
+            .count("SELECT count(*) FROM webhook_endpoints")
+            .await?,
+        urls.len() as i64
+    );
+    on_premise.stop().await;
     Ok(())
 }
 
