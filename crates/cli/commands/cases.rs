@@ -198,7 +198,7 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
             let value = f
                 .value
                 .as_ref()
-                .map(|v| v["value"].to_string())
+                .map(|v| display_value(&v["value"]))
                 .unwrap_or_else(|| "(none)".into());
             println!(
                 "  {:<20} {:<30} raw {:<22} page {:<3} confidence {}{}{}",
@@ -261,14 +261,14 @@ fn print_rule_results(results: &[ironclad_store::read::RuleResultView]) {
         return;
     }
     println!(
-        "\n  {:<16} {:<28} {:<21} {:<15} message",
+        "\n  {:<16} {:<34} {:<21} {:<15} message",
         "outcome", "rule", "template", "on fail"
     );
     for r in results {
         println!(
-            "  {:<16} {:<28} {:<21} {:<15} {}",
+            "  {:<16} {:<34} {:<21} {:<15} {}",
             r.outcome,
-            short(&r.rule_id, 28),
+            short(&r.rule_id, 34),
             r.template,
             r.on_fail.as_deref().unwrap_or("-"),
             r.message
@@ -277,10 +277,16 @@ fn print_rule_results(results: &[ironclad_store::read::RuleResultView]) {
             continue;
         }
         for v in r.values.as_array().into_iter().flatten() {
+            // what is printed on the page first: that is what a person compares
             let value = v
-                .get("value")
-                .filter(|x| !x.is_null())
-                .map(|x| x.get("value").unwrap_or(x).to_string())
+                .pointer("/evidence/raw_text")
+                .and_then(|r| r.as_str())
+                .map(|r| format!("{r:?}"))
+                .or_else(|| {
+                    v.get("value")
+                        .filter(|x| !x.is_null())
+                        .map(|x| display_value(x.get("value").unwrap_or(x)))
+                })
                 .unwrap_or_else(|| "(none)".into());
             let page = v
                 .pointer("/evidence/page")
@@ -298,5 +304,27 @@ fn print_rule_results(results: &[ironclad_store::read::RuleResultView]) {
                 page
             );
         }
+    }
+}
+
+/// A typed value as a person reads it: a container code, `12694.3 kg`, `48210.50 USD`, a date
+/// or text — not the JSON it is stored as.
+fn display_value(v: &serde_json::Value) -> String {
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+    if let Some(code) = text("code") {
+        return code;
+    }
+    if let Some(kg) = text("kg") {
+        return format!("{kg} kg");
+    }
+    if let Some(amount) = text("amount") {
+        return match text("currency") {
+            Some(c) => format!("{amount} {c}"),
+            None => amount,
+        };
+    }
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
