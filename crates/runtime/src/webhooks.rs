@@ -272,9 +272,7 @@ impl Deliverer {
         if !config.allow_private {
             // Straight to the receiver: through a proxy the resolver would check the proxy's
             // address, not the destination's.
-            client = client
-                .dns_resolver(Arc::new(PublicOnlyResolver))
-                .no_proxy();
+            client = client.dns_resolver(Arc::new(PublicOnlyResolver)).no_proxy();
         }
         let client = client
             .timeout(config.timeout)
