@@ -34,7 +34,15 @@ pub(crate) fn same(a: &Value, b: &Value) -> Relation {
     };
     match (a, b) {
         (Text(_) | ContainerNumber { .. }, Text(_) | ContainerNumber { .. }) => {
-            verdict(same_identifier(identifier(a), identifier(b)))
+            let (x, y) = (identifier(a), identifier(b));
+            if same_identifier(x, y) {
+                Relation::Holds
+            } else if truncated(x, y) {
+                // OCR that split `Invoice No.: DPI-2404-118` reads `DPI`: not a contradiction.
+                Relation::Incomparable(TRUNCATED.to_owned())
+            } else {
+                Relation::Broken(String::new())
+            }
         }
         (Integer(_) | Decimal(_), Integer(_) | Decimal(_)) => verdict(number(a) == number(b)),
         (
@@ -189,6 +197,31 @@ fn same_identifier(a: &str, b: &str) -> bool {
     unicode_key(a).eq(unicode_key(b))
 }
 
+/// Why two identifiers that differ only by one being cut short ask for review.
+pub(crate) const TRUNCATED: &str = "one reading looks cut short";
+
+/// How long, at most, the shorter of two identifiers may be (as a share of the longer) and
+/// still be read as a truncation of it rather than as a different identifier.
+const TRUNCATED_SHARE: f64 = 0.7;
+
+/// Whether one identifier, once normalized, is a strict prefix or suffix of the other and
+/// shorter than [`TRUNCATED_SHARE`] of it: a reading cut short, not a different value.
+fn truncated(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = if a.is_ascii() && b.is_ascii() {
+        (
+            ascii_key(a).map(char::from).collect(),
+            ascii_key(b).map(char::from).collect(),
+        )
+    } else {
+        (unicode_key(a).collect(), unicode_key(b).collect())
+    };
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    !short.is_empty()
+        && short.len() < long.len()
+        && (short.len() as f64) < TRUNCATED_SHARE * long.len() as f64
+        && (long.starts_with(&short) || long.ends_with(&short))
+}
+
 fn ascii_key(s: &str) -> impl Iterator<Item = u8> + '_ {
     s.bytes()
         .filter(u8::is_ascii_alphanumeric)
@@ -327,6 +360,36 @@ mod tests {
         );
         assert_eq!(
             same(&text("INV-1"), &text("INV-2")),
+            Relation::Broken(String::new())
+        );
+    }
+
+    #[test]
+    fn a_truncated_identifier_is_incomparable_not_a_contradiction() {
+        let cut = Relation::Incomparable(TRUNCATED.into());
+        assert_eq!(same(&text("DPI"), &text("DPI-2404-118")), cut);
+        assert_eq!(same(&text("DPI-2404-118"), &text("dpi")), cut);
+        // A suffix too, and container numbers.
+        assert_eq!(same(&text("04-118"), &text("DPI-2404-118")), cut);
+        assert_eq!(same(&container("MSCU1234566"), &text("MSCU")), cut);
+        // Genuinely different values still contradict.
+        assert_eq!(
+            same(&text("DPI-2404-118"), &text("DPI-2404-811")),
+            Relation::Broken(String::new())
+        );
+        // Too long to be a cut: 9 of 10 characters is a different number, not a truncation.
+        assert_eq!(
+            same(&text("DPI-2404-11"), &text("DPI-2404-118")),
+            Relation::Broken(String::new())
+        );
+        // Neither a prefix nor a suffix.
+        assert_eq!(
+            same(&text("2404"), &text("DPI-2404-118")),
+            Relation::Broken(String::new())
+        );
+        // Nothing readable is not a truncation either.
+        assert_eq!(
+            same(&text("--"), &text("DPI-2404-118")),
             Relation::Broken(String::new())
         );
     }

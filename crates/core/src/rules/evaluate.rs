@@ -10,6 +10,8 @@
 //! competing facts of one field are chosen by a total order, so the same case gives the same
 //! results, messages included, in whatever order the store returned its rows.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Case};
@@ -60,8 +62,40 @@ pub struct RuleResult {
     pub on_fail: Option<OnFail>,
     /// What was found, naming the documents and the values as printed.
     pub message: String,
-    /// Every document value the rule looked at, in document order.
-    pub values: Vec<ComparedValue>,
+    /// Every document value the rule looked at, in document order. Shared: one document's
+    /// reading of a field is built once per evaluation, however many rules show it. Serialized
+    /// as a plain list of values.
+    #[serde(with = "shared_values")]
+    pub values: Vec<Arc<ComparedValue>>,
+}
+
+/// (De)serializes `Vec<Arc<ComparedValue>>` as a list of values, whatever serde's `rc`
+/// feature says.
+mod shared_values {
+    use std::sync::Arc;
+
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::ComparedValue;
+
+    pub fn serialize<S: Serializer>(
+        values: &[Arc<ComparedValue>],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(values.len()))?;
+        for v in values {
+            seq.serialize_element(&**v)?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<Arc<ComparedValue>>, D::Error> {
+        let values = Vec::<ComparedValue>::deserialize(deserializer)?;
+        Ok(values.into_iter().map(Arc::new).collect())
+    }
 }
 
 /// The decision for one case generation, and why.

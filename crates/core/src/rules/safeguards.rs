@@ -4,9 +4,11 @@
 //! could be read from, or a value read at 30 % would otherwise pass silently. Each safeguard
 //! either passes or asks for review; none fails, because none is a business finding.
 
-use super::checks::{doc_type, listing, msg, Case, DocName, Observed};
+use std::sync::Arc;
+
+use super::checks::{listing, msg, Case, DocName, Observed};
 use super::evaluate::{ComparedValue, RuleResult};
-use super::facts::{DocumentFacts, Evidence};
+use super::facts::DocumentFacts;
 use super::spec::CompiledRuleset;
 use super::{RuleOutcome, RuleTemplate};
 
@@ -29,7 +31,7 @@ pub(crate) fn run(ruleset: &CompiledRuleset, case: &Case<'_>) -> [RuleResult; 4]
     ]
 }
 
-fn result(id: &str, review: bool, message: String, values: Vec<ComparedValue>) -> RuleResult {
+fn result(id: &str, review: bool, message: String, values: Vec<Arc<ComparedValue>>) -> RuleResult {
     RuleResult {
         rule_id: id.to_owned(),
         template: RuleTemplate::Safeguard,
@@ -44,25 +46,13 @@ fn result(id: &str, review: bool, message: String, values: Vec<ComparedValue>) -
     }
 }
 
-fn whole(doc: &DocumentFacts) -> ComparedValue {
-    ComparedValue {
-        document_type: doc_type(doc).to_owned(),
-        field: String::new(),
-        value: None,
-        evidence: Evidence {
-            source_id: Some(doc.source_id),
-            page: Some(doc.first_page),
-            ..Evidence::default()
-        },
-    }
-}
-
 fn unknown_document(case: &Case<'_>) -> RuleResult {
-    let unknown: Vec<&DocumentFacts> = case
+    let unknown: Vec<(usize, &DocumentFacts)> = case
         .docs()
         .iter()
         .copied()
-        .filter(|d| d.document_type.is_none())
+        .enumerate()
+        .filter(|(_, d)| d.document_type.is_none())
         .collect();
     if unknown.is_empty() {
         return result(
@@ -72,21 +62,22 @@ fn unknown_document(case: &Case<'_>) -> RuleResult {
             Vec::new(),
         );
     }
-    let names = listing(unknown.iter().map(|d| DocName(d)), ", ");
+    let names = listing(unknown.iter().map(|(_, d)| DocName(d)), ", ");
     result(
         UNKNOWN_DOCUMENT,
         true,
         msg!("no document type recognised for {names}"),
-        unknown.iter().map(|d| whole(d)).collect(),
+        unknown.iter().map(|&(i, d)| case.whole(i, d)).collect(),
     )
 }
 
 fn empty_document(case: &Case<'_>) -> RuleResult {
-    let empty: Vec<&DocumentFacts> = case
+    let empty: Vec<(usize, &DocumentFacts)> = case
         .docs()
         .iter()
         .copied()
-        .filter(|d| d.document_type.is_some() && !d.has_any_value())
+        .enumerate()
+        .filter(|(_, d)| d.document_type.is_some() && !d.has_any_value())
         .collect();
     if empty.is_empty() {
         return result(
@@ -96,32 +87,31 @@ fn empty_document(case: &Case<'_>) -> RuleResult {
             Vec::new(),
         );
     }
-    let names = listing(empty.iter().map(|d| DocName(d)), ", ");
+    let names = listing(empty.iter().map(|(_, d)| DocName(d)), ", ");
     result(
         EMPTY_DOCUMENT,
         true,
         msg!("no field could be read on {names}"),
-        empty.iter().map(|d| whole(d)).collect(),
+        empty.iter().map(|&(i, d)| case.whole(i, d)).collect(),
     )
 }
 
 fn low_confidence(case: &Case<'_>) -> RuleResult {
     let mut low = Vec::new();
     let mut fields: Vec<&str> = Vec::new();
-    for &doc in case.docs().iter().filter(|d| d.document_type.is_some()) {
+    for (i, &doc) in case.docs().iter().enumerate() {
+        if doc.document_type.is_none() {
+            continue;
+        }
         // Field names sorted, so the listing does not follow the facts' arrival order.
         fields.clear();
         fields.extend(doc.facts.iter().map(|f| f.field.as_str()));
         fields.sort_unstable();
         fields.dedup();
         for &field in &fields {
-            let reading = doc.reading(field, case.floor);
-            if reading.value.is_some() && reading.below_floor.is_some() {
-                low.push(Observed {
-                    doc,
-                    field,
-                    reading,
-                });
+            let o = case.read(i, doc, field);
+            if o.reading.value.is_some() && o.reading.below_floor.is_some() {
+                low.push(o);
             }
         }
     }

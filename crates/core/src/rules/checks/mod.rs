@@ -23,11 +23,13 @@ mod presence;
 #[cfg(test)]
 mod tests;
 
+use std::cell::{OnceCell, RefCell};
 use std::fmt;
+use std::sync::Arc;
 
 use super::compare::Shown;
 use super::evaluate::ComparedValue;
-use super::facts::{CaseFacts, DocumentFacts, Reading};
+use super::facts::{CaseFacts, DocumentFacts, Evidence, Reading};
 use super::params::Check;
 use super::RuleOutcome;
 use crate::parse::Value;
@@ -36,11 +38,11 @@ use crate::parse::Value;
 pub(crate) struct Verdict {
     pub outcome: RuleOutcome,
     pub message: String,
-    pub values: Vec<ComparedValue>,
+    pub values: Vec<Arc<ComparedValue>>,
 }
 
 impl Verdict {
-    fn new(outcome: RuleOutcome, message: String, values: Vec<ComparedValue>) -> Self {
+    fn new(outcome: RuleOutcome, message: String, values: Vec<Arc<ComparedValue>>) -> Self {
         Self {
             outcome,
             message,
@@ -74,16 +76,41 @@ pub(crate) fn run(check: &Check, case: &Case<'_>) -> Verdict {
 }
 
 /// A case's documents in evaluation order, and the confidence floor.
+///
+/// Each document's reading of a field, and the [`ComparedValue`] results show for it, are
+/// built the first time a rule asks and shared after: a case's forty rules read the same
+/// few dozen values over and over, and building each value's strings anew per rule was
+/// most of an evaluation's cost.
 pub(crate) struct Case<'a> {
     docs: Vec<&'a DocumentFacts>,
+    /// Per document (same index as `docs`), the readings built so far.
+    memo: Vec<RefCell<Vec<Memo<'a>>>>,
+    /// Per document, its whole-document value (no field), once built.
+    whole: Vec<OnceCell<Arc<ComparedValue>>>,
     pub floor: f64,
+}
+
+/// One document's reading of one field (`compared.field`), built once per evaluation.
+struct Memo<'a> {
+    reading: Reading<'a>,
+    compared: Arc<ComparedValue>,
 }
 
 impl<'a> Case<'a> {
     pub fn new(facts: &'a CaseFacts, floor: f64) -> Self {
         let mut docs: Vec<&DocumentFacts> = facts.documents.iter().collect();
         docs.sort_by(|a, b| DocumentFacts::order(a, b));
-        Self { docs, floor }
+        let memo = docs
+            .iter()
+            .map(|d| RefCell::new(Vec::with_capacity(d.facts.len())))
+            .collect();
+        let whole = docs.iter().map(|_| OnceCell::new()).collect();
+        Self {
+            docs,
+            memo,
+            whole,
+            floor,
+        }
     }
 
     /// Every document, unclassified ones included, in evaluation order.
@@ -91,12 +118,16 @@ impl<'a> Case<'a> {
         &self.docs
     }
 
-    /// The documents of type `t`, in evaluation order.
-    pub fn of_type<'s>(&'s self, t: &'s str) -> impl Iterator<Item = &'a DocumentFacts> + 's {
+    /// The documents of type `t`, in evaluation order, with their index in [`Case::docs`].
+    pub fn of_type<'s>(
+        &'s self,
+        t: &'s str,
+    ) -> impl Iterator<Item = (usize, &'a DocumentFacts)> + 's {
         self.docs
             .iter()
             .copied()
-            .filter(move |d| d.document_type.as_deref() == Some(t))
+            .enumerate()
+            .filter(move |(_, d)| d.document_type.as_deref() == Some(t))
     }
 
     /// What each document of type `t` says for `field`.
@@ -105,21 +136,73 @@ impl<'a> Case<'a> {
         'a: 's,
     {
         self.of_type(t)
-            .map(|doc| Observed {
-                doc,
-                field,
-                reading: doc.reading(field, self.floor),
-            })
+            .map(|(i, doc)| self.read(i, doc, field))
             .collect()
+    }
+
+    /// What document `i` (`doc`) says for `field`.
+    pub fn read<'s>(&'s self, i: usize, doc: &'a DocumentFacts, field: &'s str) -> Observed<'s>
+    where
+        'a: 's,
+    {
+        let mut memo = self.memo[i].borrow_mut();
+        let (reading, compared) = match memo.iter().find(|m| m.compared.field == field) {
+            Some(m) => (m.reading, Arc::clone(&m.compared)),
+            None => {
+                let reading = doc.reading(field, self.floor);
+                let compared = Arc::new(compared_value(doc, field, &reading));
+                memo.push(Memo {
+                    reading,
+                    compared: Arc::clone(&compared),
+                });
+                (reading, compared)
+            }
+        };
+        Observed {
+            doc,
+            field,
+            reading,
+            compared,
+        }
+    }
+
+    /// Document `i` (`doc`) as a whole: no field, no value, its source and first page.
+    pub fn whole(&self, i: usize, doc: &DocumentFacts) -> Arc<ComparedValue> {
+        Arc::clone(self.whole[i].get_or_init(|| {
+            Arc::new(ComparedValue {
+                document_type: doc_type(doc).to_owned(),
+                field: String::new(),
+                value: None,
+                evidence: Evidence {
+                    source_id: Some(doc.source_id),
+                    page: Some(doc.first_page),
+                    ..Evidence::default()
+                },
+            })
+        }))
+    }
+}
+
+/// A reading with its evidence, for the rule result.
+fn compared_value(doc: &DocumentFacts, field: &str, reading: &Reading<'_>) -> ComparedValue {
+    let mut evidence = reading.fact.map(|f| f.evidence.clone()).unwrap_or_default();
+    evidence.source_id.get_or_insert(doc.source_id);
+    evidence.page.get_or_insert(doc.first_page);
+    ComparedValue {
+        document_type: doc_type(doc).to_owned(),
+        field: field.to_owned(),
+        value: reading.value.cloned(),
+        evidence,
     }
 }
 
 /// One document's reading of one field.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Observed<'a> {
     pub doc: &'a DocumentFacts,
     pub field: &'a str,
     pub reading: Reading<'a>,
+    compared: Arc<ComparedValue>,
 }
 
 impl<'a> Observed<'a> {
@@ -132,21 +215,9 @@ impl<'a> Observed<'a> {
         self.reading.is_confident()
     }
 
-    /// The value with its evidence, for the rule result.
-    pub fn compared(&self) -> ComparedValue {
-        let mut evidence = self
-            .reading
-            .fact
-            .map(|f| f.evidence.clone())
-            .unwrap_or_default();
-        evidence.source_id.get_or_insert(self.doc.source_id);
-        evidence.page.get_or_insert(self.doc.first_page);
-        ComparedValue {
-            document_type: doc_type(self.doc).to_owned(),
-            field: self.field.to_owned(),
-            value: self.value().cloned(),
-            evidence,
-        }
+    /// The value with its evidence, for the rule result (shared, not copied).
+    pub fn compared(&self) -> Arc<ComparedValue> {
+        Arc::clone(&self.compared)
     }
 
     /// `bill_of_lading (source 1a2b3c4d, p. 1) gross_weight "26,070.00 KGS"`.
@@ -199,10 +270,16 @@ impl fmt::Display for Printed<'_> {
             .filter(|s| !s.is_empty());
         match (raw, self.0.value()) {
             (Some(raw), Some(_)) => {
-                let mut chars = raw.chars();
-                let head: String = chars.by_ref().take(MAX_PRINTED_CHARS).collect();
-                let more = if chars.next().is_some() { "…" } else { "" };
-                write!(f, "\"{head}{more}\"")
+                // The first MAX_PRINTED_CHARS characters, sliced rather than copied.
+                let cut = raw.char_indices().nth(MAX_PRINTED_CHARS).map(|(i, _)| i);
+                let (head, more) = match cut {
+                    Some(i) => (&raw[..i], "…"),
+                    None => (raw, ""),
+                };
+                f.write_str("\"")?;
+                f.write_str(head)?;
+                f.write_str(more)?;
+                f.write_str("\"")
             }
             (_, Some(v)) => write!(f, "\"{}\"", Shown(v)),
             (_, None) => f.write_str("(missing)"),

@@ -3,8 +3,6 @@
 use std::fmt::Write;
 
 use super::{listing, show, Case, DocName, Observed, Verdict};
-use crate::rules::evaluate::ComparedValue;
-use crate::rules::facts::Evidence;
 use crate::rules::RuleOutcome;
 
 /// Fails when a listed type has fewer than `min_count` documents. Its values are the
@@ -14,16 +12,7 @@ pub(super) fn required_document(case: &Case<'_>, types: &[String], min_count: u3
     let mut counts = Vec::with_capacity(types.len());
     for t in types {
         let before = values.len();
-        values.extend(case.of_type(t).map(|doc| ComparedValue {
-            document_type: t.clone(),
-            field: String::new(),
-            value: None,
-            evidence: Evidence {
-                source_id: Some(doc.source_id),
-                page: Some(doc.first_page),
-                ..Evidence::default()
-            },
-        }));
+        values.extend(case.of_type(t).map(|(i, doc)| case.whole(i, doc)));
         counts.push(values.len() - before);
     }
     let short = |&(_, n): &(&String, usize)| n < min_count as usize;
@@ -51,13 +40,7 @@ pub(super) fn required_document(case: &Case<'_>, types: &[String], min_count: u3
 pub(super) fn field_required(case: &Case<'_>, t: &str, fields: &[String]) -> Verdict {
     let observed: Vec<Observed<'_>> = case
         .of_type(t)
-        .flat_map(|doc| {
-            fields.iter().map(move |f| Observed {
-                doc,
-                field: f,
-                reading: doc.reading(f, case.floor),
-            })
-        })
+        .flat_map(|(i, doc)| fields.iter().map(move |f| case.read(i, doc, f)))
         .collect();
     if observed.is_empty() {
         return Verdict::new(

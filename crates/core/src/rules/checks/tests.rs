@@ -361,6 +361,89 @@ mod exact_match_across {
     }
 }
 
+mod truncated_readings {
+    use super::*;
+
+    fn inv(d: DocumentFacts, raw: &str, confidence: f64) -> DocumentFacts {
+        push(d, printed("invoice_number", text(raw), raw, confidence))
+    }
+
+    fn across() -> serde_json::Value {
+        rule(
+            "EXACT_MATCH",
+            json!({"field": "invoice_number", "document_types": ["commercial_invoice", "customs_declaration"]}),
+        )
+    }
+
+    #[test]
+    fn a_cut_short_reading_asks_for_review_in_every_identifier_rule() {
+        // The demo: OCR split `Invoice No.: DPI-2404-118` and one document read `DPI`.
+        let docs = || vec![inv(ci(2), "DPI-2404-118", 0.97), inv(cd(3), "DPI", 0.91)];
+        let r = check(across(), docs());
+        assert_result(
+            &r,
+            RuleOutcome::ReviewRequired,
+            "commercial_invoice (source 00000002, p. 1) invoice_number \"DPI-2404-118\" vs \
+             customs_declaration (source 00000003, p. 1) invoice_number \"DPI\": one reading looks cut short",
+        );
+        let pair = rule(
+            "EXACT_MATCH",
+            json!({"left": {"document_type": "customs_declaration", "field": "invoice_number"},
+                   "right": {"document_type": "commercial_invoice", "field": "invoice_number"}}),
+        );
+        let r = check(pair, docs());
+        assert_result(
+            &r,
+            RuleOutcome::ReviewRequired,
+            "customs_declaration (source 00000003, p. 1) invoice_number \"DPI\" does not match \
+             commercial_invoice (source 00000002, p. 1) invoice_number \"DPI-2404-118\": one reading looks cut short",
+        );
+        let authority = rule(
+            "AUTHORITY_PRECEDENCE",
+            json!({"field": "invoice_number", "authority": "commercial_invoice",
+                   "others": ["customs_declaration"]}),
+        );
+        let r = check(authority, docs());
+        assert_result(
+            &r,
+            RuleOutcome::ReviewRequired,
+            "customs_declaration (source 00000003, p. 1) invoice_number \"DPI\": one reading looks cut short",
+        );
+        // The whole case is not BLOCKED by it.
+        let ev = evaluate(&compile(json!([across()])), &facts(docs()));
+        assert_eq!(ev.status, DecisionStatus::ReviewRequired, "{}", ev.summary);
+    }
+
+    #[test]
+    fn values_that_genuinely_differ_still_fail() {
+        let docs = || {
+            vec![
+                inv(ci(2), "DPI-2404-118", 0.97),
+                inv(cd(3), "DPI-2404-811", 0.91),
+            ]
+        };
+        assert_eq!(check(across(), docs()).outcome, RuleOutcome::Fail);
+        let authority = rule(
+            "AUTHORITY_PRECEDENCE",
+            json!({"field": "invoice_number", "authority": "commercial_invoice",
+                   "others": ["customs_declaration"]}),
+        );
+        assert_eq!(check(authority, docs()).outcome, RuleOutcome::Fail);
+        // A truncated third reading does not excuse two full ones that disagree.
+        let mut three = docs();
+        three.push(inv(pl(4), "DPI", 0.9));
+        let r = check(
+            rule(
+                "EXACT_MATCH",
+                json!({"field": "invoice_number",
+                       "document_types": ["commercial_invoice", "customs_declaration", "packing_list"]}),
+            ),
+            three,
+        );
+        assert_eq!(r.outcome, RuleOutcome::Fail, "{}", r.message);
+    }
+}
+
 mod exact_match_pair {
     use super::*;
 
