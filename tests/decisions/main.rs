@@ -19,8 +19,13 @@
 //! cargo test --test decisions -- --nocapture
 //! ```
 //!
+//! The BLOCKED container variant's decision is also read back as a report, JSON and PDF
+//! (`report.rs`).
+//!
 //! On failure the tail of the server's log is printed, and its directory (log, blobs) and the
 //! test database are kept for inspection.
+
+mod report;
 
 use anyhow::{bail, ensure, Context, Result};
 use ironclad_testkit::{wait_for, TestDb};
@@ -725,7 +730,12 @@ async fn scenario(rig: &Rig, server: &mut Server) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", "),
         });
-        let found = check_case(truth, &case);
+        let mut found = check_case(truth, &case);
+        if truth.variant == report::VARIANT && found.is_empty() {
+            if let Err(e) = report::check(&api, rig, id).await {
+                found.push(format!("its report: {e:#}"));
+            }
+        }
         if !found.is_empty() {
             problems.push(format!(
                 "[{}] {}\n  case {id}: {} — {}\n  segments: {}\n  - {}\n  rule results:\n{}",

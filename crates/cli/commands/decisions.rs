@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use ironclad_core::review::ReviewAction;
 use ironclad_core::CaseId;
 use ironclad_documents::rules as case_rules;
-use ironclad_store::decisions::{RulesApplied, RulesSource};
+use ironclad_store::decisions::RulesApplied;
 use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
 use ironclad_store::reviews::ReviewRequest;
@@ -235,16 +235,7 @@ pub async fn reevaluate(c: &Connections, args: ReevaluateArgs) -> anyhow::Result
     if let Some(problem) = &chosen.problem {
         eprintln!("ironclad: warning: {problem}");
     }
-    let applied = RulesApplied {
-        ruleset: &chosen.ruleset,
-        source: if chosen.managed.is_some() {
-            RulesSource::Ruleset
-        } else {
-            RulesSource::Workflow
-        },
-        ruleset_id: chosen.managed.map(|m| m.0),
-        ruleset_version: chosen.managed.map(|m| m.1),
-    };
+    let applied = RulesApplied::new(&chosen.ruleset, chosen.managed);
     let k = key(
         ctx.tenant_id,
         "reevaluate",

@@ -28,7 +28,7 @@ use ironclad_documents::processor::{
 };
 use ironclad_documents::rules::{self, ChosenRules};
 use ironclad_queue::{Delivery, Queue};
-use ironclad_store::decisions::{RulesApplied, RulesSource};
+use ironclad_store::decisions::RulesApplied;
 use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, Failure, FinalizeOutcome};
 use ironclad_store::{Store, StoreError, Transition};
 use rand::Rng;
@@ -469,16 +469,7 @@ impl Worker {
         if let Some(problem) = &chosen.problem {
             tracing::warn!(case_id = %job.case_id, %problem, "deciding without the expected rules");
         }
-        let applied = RulesApplied {
-            ruleset: &chosen.ruleset,
-            source: if chosen.managed.is_some() {
-                RulesSource::Ruleset
-            } else {
-                RulesSource::Workflow
-            },
-            ruleset_id: chosen.managed.map(|m| m.0),
-            ruleset_version: chosen.managed.map(|m| m.1),
-        };
+        let applied = RulesApplied::new(&chosen.ruleset, chosen.managed);
         let outcome = self
             .patiently("committing the decision", || {
                 self.store.finalize_case(job, &applied)

@@ -54,6 +54,22 @@ pub struct RulesApplied<'a> {
     pub ruleset_version: Option<i32>,
 }
 
+impl<'a> RulesApplied<'a> {
+    /// The rules of a case: a managed ruleset's `(id, version)`, or `None` for the workflow's.
+    pub fn new(ruleset: &'a CompiledRuleset, managed: Option<(Uuid, i32)>) -> Self {
+        Self {
+            ruleset,
+            source: if managed.is_some() {
+                RulesSource::Ruleset
+            } else {
+                RulesSource::Workflow
+            },
+            ruleset_id: managed.map(|m| m.0),
+            ruleset_version: managed.map(|m| m.1),
+        }
+    }
+}
+
 /// Why a decision is being written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin {

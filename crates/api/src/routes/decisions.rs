@@ -19,7 +19,7 @@ use ironclad_core::review::{ReviewAction, ReviewStatus};
 use ironclad_core::role::Role;
 use ironclad_core::CaseId;
 use ironclad_documents::rules as case_rules;
-use ironclad_store::decisions::{RulesApplied, RulesSource};
+use ironclad_store::decisions::RulesApplied;
 use ironclad_store::read::{decode_cursor, encode_cursor};
 use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
@@ -227,16 +227,7 @@ async fn reevaluate_case(
     if let Some(problem) = &chosen.problem {
         tracing::warn!(case_id = %case, %problem, "reevaluating without the expected rules");
     }
-    let applied = RulesApplied {
-        ruleset: &chosen.ruleset,
-        source: if chosen.managed.is_some() {
-            RulesSource::Ruleset
-        } else {
-            RulesSource::Workflow
-        },
-        ruleset_id: chosen.managed.map(|m| m.0),
-        ruleset_version: chosen.managed.map(|m| m.1),
-    };
+    let applied = RulesApplied::new(&chosen.ruleset, chosen.managed);
     let answer = state
         .store
         .reevaluate_case(
