@@ -171,7 +171,10 @@ impl Worker {
             JobKind::ProcessSource => {
                 let outcome = self.run_source_step(&job).await?;
                 if keeper.lost() {
-                    Handled::LeaseLost
+                    // Lost to a rescue, or the job was cancelled by a reprocess: its run's
+                    // record says which (a cancelled job's message is acknowledged).
+                    self.settled(&job, Transition::Stale, Handled::LeaseLost)
+                        .await?
                 } else {
                     self.commit(&job, &outcome).await?
                 }
@@ -457,7 +460,7 @@ impl Worker {
         Ok(match recorded.as_deref() {
             Some("SUCCEEDED") => Handled::Succeeded,
             // a reprocess cancelled the job: its result is ignored, the message is done
-            Some("CANCELLED") => Handled::Succeeded,
+            Some("CANCELLED") => Handled::Duplicate,
             Some("RETRY_SCHEDULED") => Handled::RetryScheduled,
             Some("FAILED") => Handled::Failed,
             _ => Handled::LeaseLost,

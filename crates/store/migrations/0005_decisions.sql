@@ -89,7 +89,7 @@ CREATE INDEX reviews_resolved_recent ON reviews (resolved_at) WHERE status = 'RE
 CREATE TABLE action_requests (
     tenant_id        uuid NOT NULL REFERENCES tenants(id),
     action           text NOT NULL,
-    idempotency_key  text NOT NULL CHECK (length(idempotency_key) BETWEEN 1 AND 200),
+    idempotency_key  text NOT NULL CHECK (length(idempotency_key) BETWEEN 1 AND 255),
     fingerprint      text NOT NULL,
     http_status      integer NOT NULL,
     response         jsonb NOT NULL,
@@ -163,3 +163,12 @@ CREATE TABLE webhook_attempts (
 ALTER TABLE job_runs DROP CONSTRAINT job_runs_outcome_check;
 ALTER TABLE job_runs ADD CONSTRAINT job_runs_outcome_check
     CHECK (outcome IN ('SUCCEEDED', 'RETRY_SCHEDULED', 'FAILED', 'LOST', 'CANCELLED'));
+
+-- Cases decided before reviews existed wait for a person too: each gets the PENDING review of
+-- its latest decision, so it shows in the queue and can be resolved.
+INSERT INTO reviews (id, tenant_id, case_id, decision_id, decision_version, decision_status, status)
+SELECT gen_random_uuid(), c.tenant_id, c.id, d.id, d.version, d.status, 'PENDING'
+FROM cases c
+JOIN LATERAL (SELECT id, version, status FROM decisions
+              WHERE case_id = c.id ORDER BY version DESC LIMIT 1) d ON true
+WHERE c.status = 'AWAITING_REVIEW';

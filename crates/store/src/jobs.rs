@@ -154,6 +154,11 @@ const RUN_OUTCOME: &str = "SELECT outcome FROM job_runs WHERE lease_token = $1";
 /// holder committed). Order is always case, then job: no two of them can deadlock.
 pub(crate) const CASE_LOCK: &str = "SELECT id FROM cases WHERE id = $1 FOR UPDATE";
 
+/// [`CASE_LOCK`], answering whether the case is FAILED already (a failure that finds it so
+/// announces nothing new).
+const CASE_LOCK_STATUS_FAILED: &str =
+    "SELECT status = 'FAILED' FROM cases WHERE id = $1 FOR UPDATE";
+
 /// Enqueues finalize once every source job of the generation succeeded. Runs after CASE_LOCK
 /// in its own statement so its snapshot sees every success committed before the lock.
 /// Parameters: $1 case, $2 generation, $3 finalize job id, $4 max attempts, $5 outbox id,
@@ -505,9 +510,9 @@ impl Store {
         actor: &str,
     ) -> StoreResult<Transition> {
         let mut tx = self.pool().begin().await?;
-        sqlx::query(CASE_LOCK)
+        let was_failed: Option<bool> = sqlx::query_scalar(CASE_LOCK_STATUS_FAILED)
             .bind(target.case)
-            .execute(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await?;
         let query = sqlx::query(target.sql)
             .bind(target.job.0)
@@ -522,8 +527,8 @@ impl Store {
             FailGuard::Message { case, kind } => query.bind(case).bind(kind),
         };
         let rows = query.execute(&mut *tx).await?.rows_affected();
-        if rows > 0 {
-            crate::notify::announce_case_failed(&mut tx, target.case).await?;
+        if rows > 0 && was_failed == Some(false) {
+            crate::notify::announce_case_failed(&mut tx, target.case, target.job.0).await?;
         }
         tx.commit().await?;
         Ok(applied(rows))

@@ -55,10 +55,13 @@ pub(crate) async fn announce(
         .await
 }
 
-/// Announces a case that the current generation left FAILED (once per generation).
+/// Announces a case that the failure of `job` just moved to FAILED (the caller checked it was
+/// not FAILED before): once per such failure, so a case requeued and failing again in the same
+/// generation is announced again.
 pub(crate) async fn announce_case_failed(
     tx: &mut Transaction<'_, Postgres>,
     case: Uuid,
+    job: Uuid,
 ) -> Result<(), sqlx::Error> {
     type Failed = (Uuid, i32, Option<String>, Option<String>, Option<String>);
     let failed: Option<Failed> = sqlx::query_as(
@@ -75,7 +78,7 @@ pub(crate) async fn announce_case_failed(
                 tenant,
                 case: Some(case),
                 kind: NotificationType::ProcessingFailed,
-                dedup_key: format!("case:{case}:generation:{generation}:failed"),
+                dedup_key: format!("case:{case}:generation:{generation}:failed:{job}"),
                 data: serde_json::json!({
                     "case_id": case, "generation": generation, "code": code,
                     "reason": reason, "external_reference": reference,

@@ -281,7 +281,9 @@ const CASE_JOBS: &str =
 const CASE_DECISION: &str =
     "SELECT id, generation, version, status, summary, evidence, created_at, origin, decided_by, \
      rules_source, ruleset_id, ruleset_version \
-     FROM decisions WHERE case_id = $1 ORDER BY version DESC LIMIT 1";
+     FROM decisions d WHERE case_id = $1 \
+       AND generation = (SELECT generation FROM cases WHERE id = $1) \
+     ORDER BY version DESC LIMIT 1";
 const DECISION_RULE_RESULTS: &str =
     "SELECT rule_id, template, outcome, on_fail, message, \"values\" FROM rule_results \
      WHERE decision_id = $1 ORDER BY ordinal";

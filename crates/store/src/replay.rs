@@ -51,13 +51,16 @@ pub(crate) async fn earlier(
     })
 }
 
+/// The key's primary-key constraint: the same key used at once for another case.
+const ACTION_KEY_CONSTRAINT: &str = "action_requests_pkey";
+
 pub(crate) async fn remember(
     tx: &mut Transaction<'_, Postgres>,
     k: &ActionKey,
     status: u16,
     body: &serde_json::Value,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
+) -> Result<(), ActionError> {
+    let stored = sqlx::query(
         "INSERT INTO action_requests (tenant_id, action, idempotency_key, fingerprint, http_status, response) \
          VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -68,8 +71,15 @@ pub(crate) async fn remember(
     .bind(i32::from(status))
     .bind(body)
     .execute(&mut **tx)
-    .await?;
-    Ok(())
+    .await;
+    match stored.map_err(crate::StoreError::from) {
+        Ok(_) => Ok(()),
+        // Another request (for another case, whose lock we do not hold) took the key first.
+        Err(crate::StoreError::Conflict { constraint }) if constraint == ACTION_KEY_CONSTRAINT => {
+            Err(ActionError::KeyReused)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The answer to a keyed action: what to send back, and whether it is a replay.

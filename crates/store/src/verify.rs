@@ -167,8 +167,9 @@ ORDER BY 1, 2
 "#;
 
 /// Effects that must happen once: exactly one `process_source` job per source and generation
-/// of its case (1 to the current one), at most one `finalize_case` job per case generation, at
-/// most one DECISION_GENERATED event per decision. No parameters.
+/// of its case (1 to the current one) — or none, when a reprocess carried the source's reading
+/// over into that generation (it then has segments there) — at most one `finalize_case` job
+/// per case generation, at most one DECISION_GENERATED event per decision. No parameters.
 const VERIFY_EFFECTS_ONCE: &str = r#"
 SELECT s.case_id,
        'source ' || s.id || ' has ' || count(j.id) || ' process_source jobs in generation '
@@ -177,7 +178,10 @@ FROM sources s
 JOIN cases c ON c.id = s.case_id
 CROSS JOIN LATERAL generate_series(1, c.generation) AS g(generation)
 LEFT JOIN jobs j ON j.source_id = s.id AND j.kind = 'process_source' AND j.generation = g.generation
-GROUP BY s.case_id, s.id, g.generation HAVING count(j.id) <> 1
+GROUP BY s.case_id, s.id, g.generation
+HAVING count(j.id) > 1
+    OR (count(j.id) = 0 AND NOT EXISTS (
+        SELECT 1 FROM segments sg WHERE sg.source_id = s.id AND sg.generation = g.generation))
 UNION ALL
 SELECT case_id, 'generation ' || generation || ' has ' || count(*) || ' finalize_case jobs ('
        || string_agg(id::text, ', ' ORDER BY created_at, id) || ')'

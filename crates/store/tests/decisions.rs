@@ -658,3 +658,93 @@ async fn activation_keeps_one_active_ruleset_retires_the_previous_and_is_audited
     f.db.drop_database().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_partial_reprocess_carries_the_other_sources_over_and_verify_accepts_it(
+) -> anyhow::Result<()> {
+    use ironclad_store::verify::{BlobState, VerifyOptions, EFFECTS_ONCE};
+    let f = Fixture::new().await?;
+    let store = f.store();
+    let rules = container_rules()?;
+    let case = f.case(2).await?;
+    // Generation 1: source 0 holds both documents, source 1 nothing typed.
+    for (i, job) in jobs(store, case, JobKind::ProcessSource, 1)
+        .await?
+        .iter()
+        .enumerate()
+    {
+        let c = claim(store, case, *job, JobKind::ProcessSource).await?;
+        let r = if i == 0 {
+            results("MSCU1234566", "TGHU9458075")
+        } else {
+            SourceResults::default()
+        };
+        store
+            .complete_source_job_with(&c, &json!({}), Some(&r), 3)
+            .await?;
+    }
+    let fin = claim(
+        store,
+        case,
+        jobs(store, case, JobKind::FinalizeCase, 1).await?[0],
+        JobKind::FinalizeCase,
+    )
+    .await?;
+    store.finalize_case(&fin, &applied(&rules)).await?;
+
+    // Read only source 1 again: source 0's reading (both documents) is carried over.
+    let sources: Vec<Uuid> =
+        sqlx::query_scalar("SELECT id FROM sources WHERE case_id = $1 ORDER BY created_at, id")
+            .bind(case.0)
+            .fetch_all(store.pool())
+            .await?;
+    let req = ReprocessRequest {
+        case: case.0,
+        source_ids: Some(vec![sources[1]]),
+        reason: "second file replaced".into(),
+        actor: "apikey:op".into(),
+        max_attempts: 3,
+    };
+    let answer = store
+        .reprocess_case(&f.key("reprocess", "p1", "one"), &req, |r| json!(r))
+        .await?;
+    assert_eq!(answer.body["carried_over"], json!([sources[0]]));
+    assert_eq!(answer.body["jobs"].as_array().map(Vec::len), Some(1));
+    let gen2 = jobs(store, case, JobKind::ProcessSource, 2).await?;
+    let c = claim(store, case, gen2[0], JobKind::ProcessSource).await?;
+    store
+        .complete_source_job_with(&c, &json!({}), Some(&SourceResults::default()), 3)
+        .await?;
+    let fin = claim(
+        store,
+        case,
+        jobs(store, case, JobKind::FinalizeCase, 2).await?[0],
+        JobKind::FinalizeCase,
+    )
+    .await?;
+    store.finalize_case(&fin, &applied(&rules)).await?;
+    let d = store
+        .case_detail(None, case)
+        .await?
+        .and_then(|d| d.decision)
+        .ok_or_else(|| anyhow::anyhow!("no decision"))?;
+    // The carried-over documents decided generation 2 as they did generation 1.
+    assert_eq!((d.generation, d.status.as_str()), (2, "BLOCKED"));
+    assert_eq!(d.evidence["documents"].as_array().map(Vec::len), Some(2));
+
+    // A source carried over has no job in generation 2, and that is not a lost effect.
+    let options = VerifyOptions {
+        ledger: None,
+        stuck_after: Duration::from_secs(3600),
+        outbox_bound: Duration::from_secs(300),
+    };
+    let report = store
+        .verify(&options, |keys| async move {
+            keys.iter().map(|_| BlobState::Missing).collect()
+        })
+        .await?;
+    let effects = report.check(EFFECTS_ONCE).map(|c| c.violations);
+    assert_eq!(effects, Some(0), "{:?}", report.check(EFFECTS_ONCE));
+    f.db.drop_database().await;
+    Ok(())
+}

@@ -57,6 +57,14 @@ async fn create(
     if let Some(policy) = body.policy {
         spec["policy"] = policy;
     }
+    if spec.to_string().contains("\\u0000") {
+        // PostgreSQL's jsonb cannot hold U+0000; say so instead of failing the insert.
+        return Err(ApiError::client(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_ruleset",
+            "the ruleset contains the character U+0000, which cannot be stored",
+        ));
+    }
     if let Err(e) = serde_json::from_value::<RulesetSpec>(spec.clone()) {
         return Err(ApiError::client(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -187,14 +195,18 @@ async fn diff(
     let row = find(&state, &caller, id).await?;
     let base = match p.against {
         Some(other) => Some(find(&state, &caller, Ok(Path(other))).await?),
-        None => state
-            .store
-            .list_rulesets(caller.0.tenant_id.0, Some(&row.workflow))
-            .await?
-            .into_iter()
-            .filter(|r| r.id != row.id)
-            .find(|r| r.status == "ACTIVE")
-            .or(None),
+        None => {
+            let others: Vec<RulesetRow> = state
+                .store
+                .list_rulesets(caller.0.tenant_id.0, Some(&row.workflow))
+                .await?
+                .into_iter()
+                .filter(|r| r.id != row.id)
+                .collect();
+            // the ACTIVE one; for the ACTIVE one itself, the version before it (newest first)
+            let active = others.iter().find(|r| r.status == "ACTIVE").cloned();
+            active.or_else(|| others.into_iter().find(|r| r.version < row.version))
+        }
     };
     let empty = json!({"rules": []});
     let before = base.as_ref().map(|b| &b.spec).unwrap_or(&empty);

@@ -266,6 +266,16 @@ fn compile_rules(
                 ),
             );
         }
+        if rule.id.starts_with("safeguard_") {
+            // The built-in safeguards' results share the decision's id space.
+            issues.push(
+                format!("{path}.id"),
+                format!(
+                    "{:?}: ids starting with safeguard_ are reserved for the built-in safeguards",
+                    rule.id
+                ),
+            );
+        }
         if let Some(&first) = first_index.get(rule.id.as_str()) {
             issues.push(
                 format!("{path}.id"),
@@ -401,6 +411,24 @@ mod tests {
                 &format!("rules[3].id: {long:?} is not a rule id: use [a-z][a-z0-9_]*, at most 64 characters"),
             ]
         );
+    }
+
+    #[test]
+    fn safeguard_ids_are_reserved() {
+        // A rule named like a safeguard would collide with its result row in the decision.
+        for id in crate::rules::SAFEGUARD_IDS
+            .iter()
+            .copied()
+            .chain(["safeguard_mine"])
+        {
+            let docs = json!({"document_types": ["bill_of_lading"]});
+            assert_eq!(
+                issues(json!({"rules": [rule(id, "REQUIRED_DOCUMENT", docs)]})),
+                [format!(
+                    "rules[0].id: {id:?}: ids starting with safeguard_ are reserved for the built-in safeguards"
+                )]
+            );
+        }
     }
 
     #[test]
