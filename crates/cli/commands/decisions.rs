@@ -224,13 +224,7 @@ pub async fn reevaluate(c: &Connections, args: ReevaluateArgs) -> anyhow::Result
     let case = case_id(&args.case)?;
     let store = connect_store(c).await?;
     let ctx = case_tenant(&store, case).await?;
-    let yaml = match ctx.workflow_id {
-        Some(id) => store.workflow_by_id(id).await?.map(|w| w.source_yaml),
-        None => match ctx.workflow.as_deref() {
-            Some(name) => store.latest_workflow(name).await?.map(|w| w.source_yaml),
-            None => None,
-        },
-    };
+    let yaml = store.case_workflow_yaml(&ctx).await?;
     let chosen = case_rules::choose_for_yaml(yaml.as_deref(), ctx.active_ruleset.as_ref());
     if let Some(problem) = &chosen.problem {
         eprintln!("ironclad: warning: {problem}");
@@ -367,11 +361,7 @@ pub async fn rulesets(c: &Connections, cmd: RulesetsCommand) -> anyhow::Result<E
                         .await?
                         .context("no such ruleset")?,
                 ),
-                None => store
-                    .list_rulesets(tenant, Some(&row.workflow))
-                    .await?
-                    .into_iter()
-                    .find(|r| r.id != row.id && r.status == "ACTIVE"),
+                None => store.default_diff_base(tenant, &row).await?,
             };
             let empty = json!({"rules": []});
             let d = case_rules::diff(base.as_ref().map(|b| &b.spec).unwrap_or(&empty), &row.spec);

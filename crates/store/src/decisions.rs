@@ -226,6 +226,21 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The workflow file a case's rules are read from: its pinned version, else the newest
+    /// version of the workflow it names, else none.
+    pub async fn case_workflow_yaml(
+        &self,
+        context: &DecisionContext,
+    ) -> StoreResult<Option<String>> {
+        Ok(match (context.workflow_id, context.workflow.as_deref()) {
+            (Some(id), _) => self.workflow_by_id(id).await?.map(|w| w.source_yaml),
+            (None, Some(name)) => self.latest_workflow(name).await?.map(|w| w.source_yaml),
+            (None, None) => None,
+        })
+    }
+}
+
 /// Loads the facts of a generation as core sees them.
 pub(crate) async fn generation_facts(
     tx: &mut Transaction<'_, Postgres>,

@@ -156,6 +156,24 @@ impl Store {
             .await?)
     }
 
+    /// What `row` is compared with when no other ruleset is named: its workflow's ACTIVE
+    /// ruleset, or, for the ACTIVE one itself, the version before it.
+    pub async fn default_diff_base(
+        &self,
+        tenant: Uuid,
+        row: &RulesetRow,
+    ) -> StoreResult<Option<RulesetRow>> {
+        let others: Vec<RulesetRow> = self
+            .list_rulesets(tenant, Some(&row.workflow))
+            .await?
+            .into_iter()
+            .filter(|r| r.id != row.id)
+            .collect();
+        let active = others.iter().find(|r| r.status == "ACTIVE").cloned();
+        // newest first: the first older version is the one before
+        Ok(active.or_else(|| others.into_iter().find(|r| r.version < row.version)))
+    }
+
     /// Makes a DRAFT the tenant's ACTIVE ruleset for its workflow, retiring the previous one,
     /// with actor and comment, an audit event and a RULESET_ACTIVATED notification — one
     /// transaction. The caller must have validated the ruleset against the workflow.

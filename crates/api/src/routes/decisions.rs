@@ -211,17 +211,7 @@ async fn reevaluate_case(
         .decision_context(case.0, Some(tenant))
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let workflow_yaml = match context.workflow_id {
-        Some(id) => state.store.workflow_by_id(id).await?.map(|w| w.source_yaml),
-        None => match context.workflow.as_deref() {
-            Some(name) => state
-                .store
-                .latest_workflow(name)
-                .await?
-                .map(|w| w.source_yaml),
-            None => None,
-        },
-    };
+    let workflow_yaml = state.store.case_workflow_yaml(&context).await?;
     let chosen =
         case_rules::choose_for_yaml(workflow_yaml.as_deref(), context.active_ruleset.as_ref());
     if let Some(problem) = &chosen.problem {

@@ -196,16 +196,10 @@ async fn diff(
     let base = match p.against {
         Some(other) => Some(find(&state, &caller, Ok(Path(other))).await?),
         None => {
-            let others: Vec<RulesetRow> = state
+            state
                 .store
-                .list_rulesets(caller.0.tenant_id.0, Some(&row.workflow))
+                .default_diff_base(caller.0.tenant_id.0, &row)
                 .await?
-                .into_iter()
-                .filter(|r| r.id != row.id)
-                .collect();
-            // the ACTIVE one; for the ACTIVE one itself, the version before it (newest first)
-            let active = others.iter().find(|r| r.status == "ACTIVE").cloned();
-            active.or_else(|| others.into_iter().find(|r| r.version < row.version))
         }
     };
     let empty = json!({"rules": []});
