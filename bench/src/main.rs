@@ -18,6 +18,10 @@ mod rules;
 mod server;
 mod sys;
 
+/// The allocator the `ironclad` binary uses, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

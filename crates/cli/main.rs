@@ -68,6 +68,11 @@ enum Command {
     Templates(commands::documents::TemplatesCommand),
 }
 
+/// mimalloc: decisions, JSON bodies and page text allocate many small short-lived values, and
+/// glibc malloc was about 30 % of a rule evaluation (`ironclad-bench rules`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     // Tesseract is 5-6x slower on 2 cores unless OpenMP is limited before libgomp loads: this
     // re-executes the binary with OMP_THREAD_LIMIT=1 when it is not set, then caps malloc

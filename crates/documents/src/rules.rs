@@ -35,10 +35,7 @@ pub fn no_rules() -> CompiledRuleset {
         .compile(&Schema {
             document_types: BTreeMap::new(),
         })
-        .unwrap_or_else(|_| CompiledRuleset {
-            policy: Policy::default(),
-            rules: Vec::new(),
-        })
+        .unwrap_or_else(|_| CompiledRuleset::default())
 }
 
 /// Parses and validates a managed ruleset's `{rules, policy}` against `workflow`. An empty

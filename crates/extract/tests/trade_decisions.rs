@@ -86,7 +86,7 @@ fn pages(pdf: &Path) -> Option<Vec<PageText>> {
 fn fact_input(source_id: Uuid, f: &Fact) -> FactInput {
     FactInput {
         field: f.field.clone(),
-        value: f.chosen.as_ref().map(|c| c.value.clone()),
+        value: f.chosen.as_ref().map(|c| c.value.clone().into()),
         evidence: f
             .chosen
             .as_ref()
@@ -94,7 +94,7 @@ fn fact_input(source_id: Uuid, f: &Fact) -> FactInput {
                 source_id: Some(source_id),
                 page: Some(c.page),
                 bbox: Some(c.bbox),
-                raw_text: Some(c.raw.clone()),
+                raw_text: Some(c.raw.as_str().into()),
                 confidence: Some(c.confidence),
             })
             .unwrap_or_default(),
@@ -171,7 +171,7 @@ fn every_decision_dossier_gets_the_decision_its_truth_states() {
             .results
             .iter()
             .filter(|r| !matches!(r.outcome, RuleOutcome::Pass | RuleOutcome::NotApplicable))
-            .map(|r| r.rule_id.as_str())
+            .map(|r| &*r.rule_id)
             .collect();
         let failing: Vec<&str> = expected["failing_rules"]
             .as_array()
@@ -195,13 +195,13 @@ fn every_decision_dossier_gets_the_decision_its_truth_states() {
             let result = ev
                 .results
                 .iter()
-                .find(|r| r.rule_id == *rule)
+                .find(|r| *r.rule_id == **rule)
                 .expect("rule");
             for want in values.as_array().into_iter().flatten() {
                 let shown = result.values.iter().any(|v| {
-                    v.document_type == want["document_type"]
-                        && v.field == want["field"]
-                        && v.value.as_ref().map(plain).as_deref() == want["value"].as_str()
+                    want["document_type"].as_str() == Some(&*v.document_type)
+                        && want["field"].as_str() == Some(&*v.field)
+                        && v.value.as_deref().map(plain).as_deref() == want["value"].as_str()
                         && v.evidence.raw_text.as_deref() == want["raw_text"].as_str()
                         && v.evidence.page.map(u64::from) == want["page"].as_u64()
                 });

@@ -301,12 +301,14 @@ pub(crate) async fn generation_facts(
             field,
             // A value this build cannot read is treated as absent (the rule then asks for
             // review) rather than failing the whole decision.
-            value: value.and_then(|v| serde_json::from_value::<Value>(v).ok()),
+            value: value
+                .and_then(|v| serde_json::from_value::<Value>(v).ok())
+                .map(std::sync::Arc::new),
             evidence: Evidence {
                 source_id: Some(source),
                 page: page.and_then(|p| u32::try_from(p).ok()),
                 bbox: bbox.and_then(|b| serde_json::from_value::<BBox>(b).ok()),
-                raw_text: raw,
+                raw_text: raw.map(Into::into),
                 confidence: conf.map(f64::from),
             },
             conflict: conflict.unwrap_or(false),
@@ -465,7 +467,7 @@ async fn insert_rule_results(
     sqlx::query(RULE_RESULTS_INSERT)
         .bind(decision)
         .bind((0..r.len() as i32).collect::<Vec<_>>())
-        .bind(r.iter().map(|x| x.rule_id.clone()).collect::<Vec<_>>())
+        .bind(r.iter().map(|x| x.rule_id.to_string()).collect::<Vec<_>>())
         .bind(r.iter().map(|x| x.template.as_str()).collect::<Vec<_>>())
         .bind(r.iter().map(|x| x.outcome.as_str()).collect::<Vec<_>>())
         .bind(

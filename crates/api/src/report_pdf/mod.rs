@@ -366,7 +366,7 @@ fn confidence(evidence: &Evidence) -> String {
 
 fn compared(value: &ComparedValue, numbers: &HashMap<Uuid, usize>) -> String {
     let what = if value.field.is_empty() {
-        value.document_type.clone()
+        value.document_type.to_string()
     } else {
         format!("{}.{}", value.document_type, value.field)
     };
@@ -600,13 +600,13 @@ mod tests {
                 x1: 0.4,
                 y1: 0.23,
             }),
-            raw_text: Some(raw.to_owned()),
+            raw_text: Some(raw.into()),
             confidence: Some(confidence),
         };
         let fact = |field: &str, value: Option<Value>, raw: &str, confidence: f64| FactInput {
             field: field.to_owned(),
             missing: value.is_none(),
-            value,
+            value: value.map(Into::into),
             evidence: evidence(1, raw, confidence),
             conflict: field == "gross_weight",
         };
@@ -690,7 +690,7 @@ mod tests {
                     values: vec![ComparedValue {
                         document_type: "bill_of_lading".into(),
                         field: "container_number".into(),
-                        value: Some(Value::Text("MSCU1234566".into())),
+                        value: Some(Value::Text("MSCU1234566".into()).into()),
                         evidence: evidence(0, "MSCU1234566", 0.97),
                     }],
                 },

@@ -92,14 +92,25 @@ impl Decimal {
 
     /// The nearest `f64`. Lossy: for display and statistics, never for comparing amounts.
     pub fn to_f64(self) -> f64 {
-        // Going through the decimal text gives the correctly rounded float, which
-        // `units as f64 / 10^scale` (two roundings) does not.
+        // When the units and 10^scale are both exact floats, one division rounds once and is
+        // correctly rounded (Clinger's fast path); otherwise going through the decimal text
+        // does, where `units as f64 / 10^scale` would round twice.
+        const EXACT_UNITS: i128 = 1 << 53;
+        const POW10: [f64; 23] = [
+            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+            1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+        ];
+        if let Some(&p) = POW10.get(self.scale as usize) {
+            if self.units.unsigned_abs() <= EXACT_UNITS as u128 {
+                return self.units as f64 / p;
+            }
+        }
         self.to_string().parse().unwrap_or(f64::NAN)
     }
 
     /// `self × other`, or `None` on overflow; used for unit conversions.
     pub(crate) fn checked_mul(self, other: Decimal) -> Option<Decimal> {
-        let units = self.units.checked_mul(other.units)?;
+        let units = checked_mul_units(self.units, other.units)?;
         Decimal::new(units, self.scale.checked_add(other.scale)?)
     }
 
@@ -110,13 +121,53 @@ impl Decimal {
     }
 }
 
+/// `10^0 ..= 10^38`: a lookup, where `i128::pow` multiplies in a loop on every comparison.
+const POWERS_OF_TEN: [i128; Decimal::MAX_SCALE as usize + 1] = {
+    let mut table = [1i128; Decimal::MAX_SCALE as usize + 1];
+    let mut i = 1;
+    while i < table.len() {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
+
+/// `a × b`, or `None` on overflow: one machine multiplication when both fit in 64 bits (as
+/// amounts and weights do), where `i128::checked_mul` calls a slow overflow-checking routine.
+pub(crate) fn checked_mul_units(a: i128, b: i128) -> Option<i128> {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) => Some(i128::from(a) * i128::from(b)),
+        _ => a.checked_mul(b),
+    }
+}
+
+/// `10^scale`, or `None` above `10^38` (which no `i128` holds).
+pub(crate) fn checked_pow10(scale: u32) -> Option<i128> {
+    POWERS_OF_TEN.get(scale as usize).copied()
+}
+
 /// `10^scale`; callers keep `scale <= MAX_SCALE`, where it always fits.
 fn pow10(scale: u32) -> i128 {
-    10i128.pow(scale)
+    checked_pow10(scale).unwrap_or(i128::MAX)
 }
 
 impl Ord for Decimal {
     fn cmp(&self, other: &Self) -> Ordering {
+        // The common case (two amounts printed alike) needs no division.
+        if self.scale == other.scale {
+            return self.units.cmp(&other.units);
+        }
+        // Lifting the coarser one to the finer scale is one multiplication, when it fits.
+        let lifted = if self.scale < other.scale {
+            checked_mul_units(self.units, pow10(other.scale - self.scale))
+                .map(|a| a.cmp(&other.units))
+        } else {
+            checked_mul_units(other.units, pow10(self.scale - other.scale))
+                .map(|b| self.units.cmp(&b))
+        };
+        if let Some(order) = lifted {
+            return order;
+        }
         // Comparing integer parts first, then fractions lifted to the larger scale, never
         // overflows: a fraction is below 10^scale in magnitude, so lifting it stays below 10^38.
         let (a_int, a_frac) = self.split();
@@ -155,7 +206,7 @@ impl Hash for Decimal {
 
 impl fmt::Display for Decimal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = 10u128.pow(self.scale);
+        let p = pow10(self.scale).unsigned_abs();
         let abs = self.units.unsigned_abs();
         if self.units < 0 {
             f.write_str("-")?;
@@ -388,6 +439,33 @@ mod tests {
         assert_eq!(dec("0.1").to_f64(), 0.1);
         assert!(Decimal::new(1, 39).is_none());
         assert_eq!(Decimal::from_integer(-3), dec("-3.000"));
+    }
+
+    proptest::proptest! {
+        /// The fast float conversion is the correctly rounded one, as parsing the text is.
+        #[test]
+        fn to_f64_is_correctly_rounded(units in proptest::prelude::any::<i64>(), scale in 0u32..30) {
+            let d = Decimal::new(i128::from(units), scale).unwrap();
+            let text: f64 = d.to_string().parse().unwrap();
+            proptest::prop_assert_eq!(d.to_f64().to_bits(), text.to_bits());
+        }
+
+        /// The fast multiplication answers as `i128::checked_mul` does, overflow included.
+        #[test]
+        fn multiplication_agrees_with_checked_mul(a in proptest::prelude::any::<i128>(), b in proptest::prelude::any::<i64>(), small in proptest::prelude::any::<i64>()) {
+            for (x, y) in [(a, i128::from(b)), (i128::from(small), i128::from(b)), (i128::from(b), a)] {
+                proptest::prop_assert_eq!(checked_mul_units(x, y), x.checked_mul(y));
+            }
+        }
+
+        /// Comparing two decimals of one scale agrees with comparing them at different scales.
+        #[test]
+        fn ordering_ignores_scale(a in proptest::prelude::any::<i64>(), b in proptest::prelude::any::<i64>(), s in 0u32..20) {
+            let (x, y) = (Decimal::new(i128::from(a), s).unwrap(), Decimal::new(i128::from(b), s).unwrap());
+            let y_wider = Decimal::new(i128::from(b) * 10, s + 1).unwrap();
+            proptest::prop_assert_eq!(x.cmp(&y), x.cmp(&y_wider));
+            proptest::prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+        }
     }
 
     /// Writes a number the way a document from one locale would.

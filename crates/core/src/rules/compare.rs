@@ -97,9 +97,9 @@ pub(crate) fn within(
     };
     let diff = Num::abs_diff(x, y);
     let scale = Num::max_abs(x, y);
-    let ok_abs = absolute.is_some_and(|t| diff.le(Num::Exact(t.exact)));
-    let ok_rel = relative.is_some_and(|t| diff.le(scale.times(t)));
-    if ok_abs || ok_rel {
+    if absolute.is_some_and(|t| diff.le(Num::Exact(t.exact)))
+        || relative.is_some_and(|t| diff.le(scale.times(t)))
+    {
         return Relation::Holds;
     }
     let pct = if scale.f64() > 0.0 {
@@ -151,6 +151,20 @@ impl fmt::Display for Tolerances<'_> {
             f.write_str("no difference")?;
         }
         Ok(())
+    }
+}
+
+/// `0 to 30 days` / `at least 0 days` / `at most 30 days`.
+pub(crate) struct Window(pub Option<i64>, pub Option<i64>);
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.0, self.1) {
+            (Some(lo), Some(hi)) => write!(f, "{lo} to {hi} days"),
+            (Some(lo), None) => write!(f, "at least {lo} days"),
+            (None, Some(hi)) => write!(f, "at most {hi} days"),
+            (None, None) => f.write_str("any number of days"),
+        }
     }
 }
 
@@ -207,14 +221,26 @@ const TRUNCATED_SHARE: f64 = 0.7;
 /// Whether one identifier, once normalized, is a strict prefix or suffix of the other and
 /// shorter than [`TRUNCATED_SHARE`] of it: a reading cut short, not a different value.
 fn truncated(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = if a.is_ascii() && b.is_ascii() {
-        (
-            ascii_key(a).map(char::from).collect(),
-            ascii_key(b).map(char::from).collect(),
-        )
-    } else {
-        (unicode_key(a).collect(), unicode_key(b).collect())
-    };
+    if a.is_ascii() && b.is_ascii() {
+        // Compared in place: no copy of either key.
+        let (la, lb) = (ascii_key(a).count(), ascii_key(b).count());
+        let (short, long, ls, ll) = if la <= lb {
+            (a, b, la, lb)
+        } else {
+            (b, a, lb, la)
+        };
+        return ls > 0
+            && ls < ll
+            && (ls as f64) < TRUNCATED_SHARE * ll as f64
+            && (ascii_key(long).take(ls).eq(ascii_key(short))
+                || ascii_key(long).rev().take(ls).eq(ascii_key(short).rev()));
+    }
+    truncated_chars(a, b)
+}
+
+/// [`truncated`] for any text, on collected keys.
+fn truncated_chars(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (unicode_key(a).collect(), unicode_key(b).collect());
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     !short.is_empty()
         && short.len() < long.len()
@@ -222,7 +248,7 @@ fn truncated(a: &str, b: &str) -> bool {
         && (long.starts_with(&short) || long.ends_with(&short))
 }
 
-fn ascii_key(s: &str) -> impl Iterator<Item = u8> + '_ {
+fn ascii_key(s: &str) -> impl DoubleEndedIterator<Item = u8> + '_ {
     s.bytes()
         .filter(u8::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
@@ -330,15 +356,25 @@ impl fmt::Display for Num {
 
 /// `d`'s units at a larger `scale`, or `None` on overflow.
 fn lift(d: Decimal, scale: u32) -> Option<i128> {
-    10i128
-        .checked_pow(scale - d.scale())
-        .and_then(|p| d.units().checked_mul(p))
+    crate::parse::decimal::checked_pow10(scale.checked_sub(d.scale())?)
+        .and_then(|p| crate::parse::decimal::checked_mul_units(d.units(), p))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rules::testkit::{container, date, dec, kg, money, text};
+
+    proptest::proptest! {
+        /// The in-place ASCII check answers as the general one does.
+        #[test]
+        fn truncation_in_place_agrees_with_collected_keys(a in "[A-Za-z0-9 /-]{0,16}", b in "[A-Za-z0-9 /-]{0,16}") {
+            proptest::prop_assert_eq!(truncated(&a, &b), truncated_chars(&a, &b));
+            let long = format!("{a}{b}");
+            proptest::prop_assert_eq!(truncated(&a, &long), truncated_chars(&a, &long));
+            proptest::prop_assert_eq!(truncated(&long, &b), truncated_chars(&long, &b));
+        }
+    }
 
     fn tol(s: &str) -> Tolerance {
         let exact: Decimal = s.parse().unwrap();

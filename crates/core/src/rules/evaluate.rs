@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::checks::{self, Case};
+use super::checks::{self, Case, Piece};
 use super::facts::{CaseFacts, Evidence};
 use super::safeguards;
 use super::spec::{CompiledRuleset, OnFail};
@@ -38,12 +38,12 @@ pub const SAFEGUARD_IDS: &[&str] = &[
 /// document type `UNKNOWN` (never a workflow id, which is lower case).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComparedValue {
-    /// The document's type.
-    pub document_type: String,
-    /// The field, or empty for a whole document.
-    pub field: String,
-    /// The value; `None` when missing (or for a whole document).
-    pub value: Option<Value>,
+    /// The document's type (shared by every value of the document).
+    pub document_type: Arc<str>,
+    /// The field, or empty for a whole document (shared by every value of the field).
+    pub field: Arc<str>,
+    /// The value; `None` when missing (or for a whole document). Shared with the facts read.
+    pub value: Option<Arc<Value>>,
     /// Where it was read. For a missing value, the document's source and first page.
     pub evidence: Evidence,
 }
@@ -51,8 +51,8 @@ pub struct ComparedValue {
 /// What one rule (or safeguard) found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleResult {
-    /// The rule's id, or one of [`SAFEGUARD_IDS`].
-    pub rule_id: String,
+    /// The rule's id, or one of [`SAFEGUARD_IDS`] (shared with the ruleset).
+    pub rule_id: Arc<str>,
     /// The rule's template ([`RuleTemplate::Safeguard`] for a safeguard).
     pub template: RuleTemplate,
     /// What it found.
@@ -63,39 +63,8 @@ pub struct RuleResult {
     /// What was found, naming the documents and the values as printed.
     pub message: String,
     /// Every document value the rule looked at, in document order. Shared: one document's
-    /// reading of a field is built once per evaluation, however many rules show it. Serialized
-    /// as a plain list of values.
-    #[serde(with = "shared_values")]
+    /// reading of a field is built once per evaluation, however many rules show it.
     pub values: Vec<Arc<ComparedValue>>,
-}
-
-/// (De)serializes `Vec<Arc<ComparedValue>>` as a list of values, whatever serde's `rc`
-/// feature says.
-mod shared_values {
-    use std::sync::Arc;
-
-    use serde::ser::SerializeSeq;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use super::ComparedValue;
-
-    pub fn serialize<S: Serializer>(
-        values: &[Arc<ComparedValue>],
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(values.len()))?;
-        for v in values {
-            seq.serialize_element(&**v)?;
-        }
-        seq.end()
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Vec<Arc<ComparedValue>>, D::Error> {
-        let values = Vec::<ComparedValue>::deserialize(deserializer)?;
-        Ok(values.into_iter().map(Arc::new).collect())
-    }
 }
 
 /// The decision for one case generation, and why.
@@ -111,12 +80,12 @@ pub struct Evaluation {
 
 /// Evaluates `ruleset` over `facts`.
 pub fn evaluate(ruleset: &CompiledRuleset, facts: &CaseFacts) -> Evaluation {
-    let case = Case::new(facts, ruleset.policy.confidence_floor);
+    let case = Case::new(facts, ruleset);
     let mut results = Vec::with_capacity(ruleset.rules.len() + SAFEGUARD_IDS.len());
     for rule in &ruleset.rules {
         let verdict = checks::run(&rule.check, &case);
         results.push(RuleResult {
-            rule_id: rule.spec.id.clone(),
+            rule_id: Arc::clone(&rule.id),
             template: rule.spec.template,
             outcome: verdict.outcome,
             on_fail: Some(rule.spec.on_fail),
@@ -162,28 +131,37 @@ const NAMED_IN_SUMMARY: usize = 3;
 
 /// `BLOCKED: container_agrees failed; 2 need review (a, b)` / `READY: 4 rules passed`.
 fn summarize(status: DecisionStatus, results: &[RuleResult]) -> String {
-    let ids = |keep: &dyn Fn(&RuleResult) -> bool| -> Vec<&str> {
+    let ids = |outcome: RuleOutcome| -> Vec<&str> {
         results
             .iter()
-            .filter(|r| keep(r))
-            .map(|r| r.rule_id.as_str())
+            .filter(|r| r.outcome == outcome)
+            .map(|r| &*r.rule_id)
             .collect()
     };
-    let failed = ids(&|r| r.outcome == RuleOutcome::Fail);
-    let review = ids(&|r| r.outcome == RuleOutcome::ReviewRequired);
-    let mut parts = Vec::new();
+    let failed = ids(RuleOutcome::Fail);
+    let review = ids(RuleOutcome::ReviewRequired);
+    let mut text = String::with_capacity(160);
+    text.push_str(status.as_str());
+    text.push_str(": ");
     if !failed.is_empty() {
-        parts.push(format!("{} failed", name_some(&failed)));
+        name_some(&mut text, &failed);
+        text.push_str(" failed");
     }
     if !review.is_empty() {
-        let verb = if review.len() == 1 { "needs" } else { "need" };
-        parts.push(if review.len() == 1 {
-            format!("{} {verb} review", review[0])
+        if !failed.is_empty() {
+            text.push_str("; ");
+        }
+        if let [one] = review[..] {
+            text.push_str(one);
+            text.push_str(" needs review");
         } else {
-            format!("{} {verb} review ({})", review.len(), name_some(&review))
-        });
+            review.len().push_to(&mut text);
+            text.push_str(" need review (");
+            name_some(&mut text, &review);
+            text.push(')');
+        }
     }
-    if parts.is_empty() {
+    if failed.is_empty() && review.is_empty() {
         let passed = results
             .iter()
             .filter(|r| r.template != RuleTemplate::Safeguard && r.outcome == RuleOutcome::Pass)
@@ -192,22 +170,33 @@ fn summarize(status: DecisionStatus, results: &[RuleResult]) -> String {
             .iter()
             .filter(|r| r.outcome == RuleOutcome::NotApplicable)
             .count();
-        let rules = if passed == 1 { "rule" } else { "rules" };
-        parts.push(if na == 0 {
-            format!("{passed} {rules} passed")
+        passed.push_to(&mut text);
+        text.push_str(if passed == 1 {
+            " rule passed"
         } else {
-            format!("{passed} {rules} passed, {na} not applicable")
+            " rules passed"
         });
+        if na > 0 {
+            text.push_str(", ");
+            na.push_to(&mut text);
+            text.push_str(" not applicable");
+        }
     }
-    format!("{status}: {}", parts.join("; "))
+    text
 }
 
-fn name_some(ids: &[&str]) -> String {
-    let shown = ids[..ids.len().min(NAMED_IN_SUMMARY)].join(", ");
+/// Appends the first [`NAMED_IN_SUMMARY`] ids, then `and N more`.
+fn name_some(text: &mut String, ids: &[&str]) {
+    for (i, id) in ids.iter().take(NAMED_IN_SUMMARY).enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(id);
+    }
     if ids.len() > NAMED_IN_SUMMARY {
-        format!("{shown} and {} more", ids.len() - NAMED_IN_SUMMARY)
-    } else {
-        shown
+        text.push_str(" and ");
+        (ids.len() - NAMED_IN_SUMMARY).push_to(text);
+        text.push_str(" more");
     }
 }
 
@@ -314,7 +303,7 @@ mod tests {
             ev.summary,
             "REVIEW_REQUIRED: safeguard_no_rules needs review"
         );
-        let ids: Vec<&str> = ev.results.iter().map(|r| r.rule_id.as_str()).collect();
+        let ids: Vec<&str> = ev.results.iter().map(|r| &*r.rule_id).collect();
         assert_eq!(ids, SAFEGUARD_IDS);
         let no_rules = &ev.results[3];
         assert_eq!(no_rules.message, "no rules configured");

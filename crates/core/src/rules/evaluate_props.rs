@@ -105,7 +105,7 @@ fn build_docs(raw: &[RawDoc], clean: bool) -> Vec<DocumentFacts> {
                         if *c == 3 {
                             fact.evidence.confidence = None;
                         }
-                        fact.evidence.raw_text = (*v == 1).then(|| format!("printed {v}"));
+                        fact.evidence.raw_text = (*v == 1).then(|| format!("printed {v}").into());
                         fact.conflict = *flags == 0;
                         if *flags == 1 {
                             fact.value = None;

@@ -5,6 +5,7 @@
 //! never sees where they came from, so a decision can be recomputed from a frozen snapshot.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -22,8 +23,8 @@ pub struct Evidence {
     pub page: Option<u32>,
     /// Where on the page.
     pub bbox: Option<BBox>,
-    /// The text as printed.
-    pub raw_text: Option<String>,
+    /// The text as printed (shared: every result that shows the value holds it).
+    pub raw_text: Option<Arc<str>>,
     /// How sure the extraction is, in `[0, 1]`. `None` (a value entered by a person) is
     /// taken as confident.
     pub confidence: Option<f64>,
@@ -34,8 +35,9 @@ pub struct Evidence {
 pub struct FactInput {
     /// The field name, as the workflow declares it.
     pub field: String,
-    /// The typed value; `None` when nothing could be read.
-    pub value: Option<Value>,
+    /// The typed value; `None` when nothing could be read. Shared: every result that shows
+    /// the value holds it.
+    pub value: Option<Arc<Value>>,
     /// Where it was read.
     pub evidence: Evidence,
     /// Whether another reading came close to this one, so the value is ambiguous.
@@ -122,13 +124,13 @@ impl DocumentFacts {
                 below_floor: None,
             };
         };
-        let value = best.value.as_ref();
+        let value = best.value.as_deref();
         // Competing facts for one field that do not say the same thing make it ambiguous.
         let disagreed = rivals
             && self.facts.iter().any(|f| {
                 f.field == field
                     && has_value(f)
-                    && match (f.value.as_ref(), value) {
+                    && match (f.value.as_deref(), value) {
                         (Some(a), Some(b)) => !matches!(compare::same(a, b), Relation::Holds),
                         _ => false,
                     }

@@ -10,6 +10,7 @@ mod checks;
 mod compare;
 mod evaluate;
 mod facts;
+mod names;
 mod params;
 mod safeguards;
 mod spec;

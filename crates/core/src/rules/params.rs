@@ -7,6 +7,8 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::compare::{Tolerances, Window};
+use super::names::{Name, Names};
 use super::spec::{Issues, RulesetSpec, Schema};
 use super::RuleTemplate;
 use crate::parse::{Decimal, ParserKind};
@@ -16,18 +18,18 @@ use crate::parse::{Decimal, ParserKind};
 pub(crate) enum Check {
     /// REQUIRED_DOCUMENT.
     RequiredDocument {
-        document_types: Vec<String>,
+        document_types: Vec<Name>,
         min_count: u32,
     },
     /// FIELD_REQUIRED.
     FieldRequired {
-        document_type: String,
-        fields: Vec<String>,
+        document_type: Name,
+        fields: Vec<Name>,
     },
     /// EXACT_MATCH in its `{field, document_types}` form: every document agrees.
     AllAgree {
-        field: String,
-        document_types: Vec<String>,
+        field: Name,
+        document_types: Vec<Name>,
     },
     /// EXACT_MATCH in its `{left, right}` form, NUMERIC_TOLERANCE and DATE_WINDOW: one side's
     /// value against the other's.
@@ -38,17 +40,17 @@ pub(crate) enum Check {
     },
     /// AUTHORITY_PRECEDENCE.
     Authority {
-        field: String,
-        authority: String,
-        others: Vec<String>,
+        field: Name,
+        authority: Name,
+        others: Vec<Name>,
     },
 }
 
 /// A field of a document type.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FieldRef {
-    pub document_type: String,
-    pub field: String,
+    pub document_type: Name,
+    pub field: Name,
 }
 
 /// What must hold between a left and a right value.
@@ -60,11 +62,15 @@ pub(crate) enum PairTest {
     Tolerance {
         absolute: Option<Tolerance>,
         relative: Option<Tolerance>,
+        /// `±1.00 kg or 2%`, as messages show it (written once, not per evaluation).
+        allowed: String,
     },
     /// `min_days ≤ right − left ≤ max_days`, whichever are given.
     DateWindow {
         min_days: Option<i64>,
         max_days: Option<i64>,
+        /// `0 to 30 days`, as messages show it.
+        window: String,
     },
 }
 
@@ -81,11 +87,13 @@ pub(crate) fn compile(
     template: RuleTemplate,
     params: &Value,
     schema: &Schema,
+    names: &mut Names,
     path: &str,
     issues: &mut Issues,
 ) -> Option<Check> {
     let mut p = Reader {
         schema,
+        names,
         template,
         issues,
     };
@@ -135,6 +143,7 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
 
 struct Reader<'a> {
     schema: &'a Schema,
+    names: &'a mut Names,
     template: RuleTemplate,
     issues: &'a mut Issues,
 }
@@ -162,7 +171,7 @@ impl Reader<'_> {
             None => Some(1),
         };
         Some(Check::RequiredDocument {
-            document_types: document_types?,
+            document_types: self.types(&document_types?),
             min_count: min_count?,
         })
     }
@@ -206,8 +215,10 @@ impl Reader<'_> {
             }
         }
         ok.then(|| Check::FieldRequired {
-            document_type: document_type.unwrap_or_default(),
-            fields: names,
+            document_type: self
+                .names
+                .document_type(document_type.as_deref().unwrap_or_default()),
+            fields: names.iter().map(|f| self.names.field(f)).collect(),
         })
     }
 
@@ -223,7 +234,7 @@ impl Reader<'_> {
             return None;
         }
         if pair {
-            let (left, right) = self.sides(obj, path)?;
+            let (left, right, _) = self.sides(obj, path)?;
             return Some(Check::Pair {
                 left,
                 right,
@@ -240,8 +251,8 @@ impl Reader<'_> {
         let (field, types) = (field?, types?);
         self.field_on_types(path, &field, "document_types", &types)?;
         Some(Check::AllAgree {
-            field,
-            document_types: types,
+            field: self.names.field(&field),
+            document_types: self.types(&types),
         })
     }
 
@@ -257,13 +268,25 @@ impl Reader<'_> {
             ok = false;
         }
         let sides = self.sides(obj, path);
-        let (left, right) = sides?;
-        ok.then(|| Check::Pair {
+        let (left, right, kind) = sides?;
+        let (absolute, relative) = (absolute.ok().flatten(), relative.ok().flatten());
+        let allowed = Tolerances {
+            absolute: absolute.as_ref(),
+            relative: relative.as_ref(),
+            unit: if kind == ParserKind::Weight {
+                " kg"
+            } else {
+                ""
+            },
+        }
+        .to_string();
+        ok.then_some(Check::Pair {
             left,
             right,
             test: PairTest::Tolerance {
-                absolute: absolute.ok().flatten(),
-                relative: relative.ok().flatten(),
+                absolute,
+                relative,
+                allowed,
             },
         })
     }
@@ -288,13 +311,14 @@ impl Reader<'_> {
                 ok = false;
             }
         }
-        let (left, right) = self.sides(obj, path)?;
-        ok.then_some(Check::Pair {
+        let (left, right, _) = self.sides(obj, path)?;
+        ok.then(|| Check::Pair {
             left,
             right,
             test: PairTest::DateWindow {
                 min_days: min,
                 max_days: max,
+                window: Window(min, max).to_string(),
             },
         })
     }
@@ -331,14 +355,18 @@ impl Reader<'_> {
                 format!("{path}.others[{}]", i - 1)
             }
         });
-        (ok && resolved.is_some()).then_some(Check::Authority {
-            field,
-            authority,
-            others,
+        (ok && resolved.is_some()).then(|| Check::Authority {
+            field: self.names.field(&field),
+            authority: self.names.document_type(&authority),
+            others: self.types(&others),
         })
     }
 
     // --- building blocks ---
+
+    fn types(&mut self, types: &[String]) -> Vec<Name> {
+        types.iter().map(|t| self.names.document_type(t)).collect()
+    }
 
     /// `params` as an object whose keys are all in `allowed` (unknown keys are reported).
     fn object<'v>(
@@ -543,7 +571,11 @@ impl Reader<'_> {
     }
 
     /// `left` and `right` field references, resolved and suited to the template.
-    fn sides(&mut self, obj: &Map<String, Value>, path: &str) -> Option<(FieldRef, FieldRef)> {
+    fn sides(
+        &mut self,
+        obj: &Map<String, Value>,
+        path: &str,
+    ) -> Option<(FieldRef, FieldRef, ParserKind)> {
         let left = self.side(obj, path, "left");
         let right = self.side(obj, path, "right");
         let sides = [left?, right?];
@@ -551,7 +583,8 @@ impl Reader<'_> {
             return None;
         }
         let [left, right] = sides;
-        Some((left.into_ref(), right.into_ref()))
+        let kind = left.kind;
+        Some((left.into_ref(self.names), right.into_ref(self.names), kind))
     }
 
     fn side(&mut self, obj: &Map<String, Value>, path: &str, key: &str) -> Option<Resolved> {
@@ -659,10 +692,10 @@ impl Reader<'_> {
 }
 
 impl Resolved {
-    fn into_ref(self) -> FieldRef {
+    fn into_ref(self, names: &mut Names) -> FieldRef {
         FieldRef {
-            document_type: self.document_type,
-            field: self.field,
+            document_type: names.document_type(&self.document_type),
+            field: names.field(&self.field),
         }
     }
 }

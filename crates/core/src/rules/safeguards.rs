@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use super::checks::{listing, msg, Case, DocName, Observed};
+use super::checks::{listing, msg, text, Case, DocName, Observed};
 use super::evaluate::{ComparedValue, RuleResult};
-use super::facts::DocumentFacts;
+use super::facts::{below_floor, DocumentFacts};
 use super::spec::CompiledRuleset;
 use super::{RuleOutcome, RuleTemplate};
 
@@ -33,7 +33,7 @@ pub(crate) fn run(ruleset: &CompiledRuleset, case: &Case<'_>) -> [RuleResult; 4]
 
 fn result(id: &str, review: bool, message: String, values: Vec<Arc<ComparedValue>>) -> RuleResult {
     RuleResult {
-        rule_id: id.to_owned(),
+        rule_id: Arc::from(id),
         template: RuleTemplate::Safeguard,
         outcome: if review {
             RuleOutcome::ReviewRequired
@@ -100,7 +100,13 @@ fn low_confidence(case: &Case<'_>) -> RuleResult {
     let mut low = Vec::new();
     let mut fields: Vec<&str> = Vec::new();
     for (i, &doc) in case.docs().iter().enumerate() {
-        if doc.document_type.is_none() {
+        // A reading below the floor is one of the document's facts below it: most documents
+        // have none, and need no reading at all.
+        let doubtful = doc
+            .facts
+            .iter()
+            .any(|f| below_floor(f.evidence.confidence, case.floor).is_some());
+        if doc.document_type.is_none() || !doubtful {
             continue;
         }
         // Field names sorted, so the listing does not follow the facts' arrival order.
@@ -109,8 +115,8 @@ fn low_confidence(case: &Case<'_>) -> RuleResult {
         fields.sort_unstable();
         fields.dedup();
         for &field in &fields {
-            let o = case.read(i, doc, field);
-            if o.reading.value.is_some() && o.reading.below_floor.is_some() {
+            let o = case.read_named(i, doc, field);
+            if o.reading().value.is_some() && o.reading().below_floor.is_some() {
                 low.push(o);
             }
         }
@@ -126,7 +132,7 @@ fn low_confidence(case: &Case<'_>) -> RuleResult {
     }
     let listed = listing(
         low.iter().map(|o| {
-            let c = o.reading.below_floor.unwrap_or(f64::NAN);
+            let c = o.reading().below_floor.unwrap_or(f64::NAN);
             msg!("{} ({c:.2})", o.described())
         }),
         ", ",
@@ -147,6 +153,11 @@ fn no_rules(ruleset: &CompiledRuleset) -> RuleResult {
         result(NO_RULES, true, "no rules configured".into(), Vec::new())
     } else {
         let rules = if n == 1 { "rule" } else { "rules" };
-        result(NO_RULES, false, msg!("{n} {rules} configured"), Vec::new())
+        result(
+            NO_RULES,
+            false,
+            text!(n, " ", rules, " configured"),
+            Vec::new(),
+        )
     }
 }

@@ -8,9 +8,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::names::Names;
 use super::params::{self, Check};
 use super::RuleTemplate;
 use crate::parse::ParserKind;
@@ -132,6 +134,9 @@ pub struct CompiledRuleset {
     pub policy: Policy,
     /// The rules, in the order written.
     pub rules: Vec<CompiledRule>,
+    /// The document types and fields the rules name (and the schema's), numbered.
+    #[serde(skip)]
+    pub(crate) names: Names,
 }
 
 /// One validated rule.
@@ -142,6 +147,9 @@ pub struct CompiledRule {
     /// The typed form of `spec.params`; derived, so it is not serialized.
     #[serde(skip)]
     pub(crate) check: Check,
+    /// `spec.id`, shared by every result of the rule.
+    #[serde(skip)]
+    pub(crate) id: Arc<str>,
 }
 
 impl CompiledRuleset {
@@ -179,11 +187,13 @@ impl RulesetSpec {
     pub fn compile(&self, schema: &Schema) -> Result<CompiledRuleset, Vec<RuleIssue>> {
         let mut issues = Issues::default();
         let indexed: Vec<(usize, &RuleSpec)> = self.rules.iter().enumerate().collect();
-        let rules = compile_rules(&indexed, self.rules.len(), schema, &mut issues);
+        let mut names = Names::of(schema);
+        let rules = compile_rules(&indexed, self.rules.len(), schema, &mut names, &mut issues);
         check_policy(&self.policy, &mut issues);
         issues.into_result(CompiledRuleset {
             policy: self.policy.clone(),
             rules,
+            names,
         })
     }
 
@@ -229,9 +239,14 @@ impl RulesetSpec {
             }),
         };
         let indexed: Vec<(usize, &RuleSpec)> = parsed.iter().map(|(i, r)| (*i, r)).collect();
-        let rules = compile_rules(&indexed, total, schema, &mut issues);
+        let mut names = Names::of(schema);
+        let rules = compile_rules(&indexed, total, schema, &mut names, &mut issues);
         check_policy(&policy, &mut issues);
-        issues.into_result(CompiledRuleset { policy, rules })
+        issues.into_result(CompiledRuleset {
+            policy,
+            rules,
+            names,
+        })
     }
 }
 
@@ -241,6 +256,7 @@ fn compile_rules(
     rules: &[(usize, &RuleSpec)],
     total: usize,
     schema: &Schema,
+    names: &mut Names,
     issues: &mut Issues,
 ) -> Vec<CompiledRule> {
     if total > RulesetSpec::MAX_RULES {
@@ -309,11 +325,13 @@ fn compile_rules(
             rule.template,
             &rule.params,
             schema,
+            names,
             &format!("{path}.params"),
             issues,
         );
         if let Some(check) = check {
             compiled.push(CompiledRule {
+                id: Arc::from(rule.id.as_str()),
                 spec: rule.clone(),
                 check,
             });
@@ -592,7 +610,9 @@ mod tests {
             .unwrap();
         let compiled = spec.compile(&schema()).unwrap();
         let Check::Pair {
-            test: params::PairTest::Tolerance { absolute, relative },
+            test: params::PairTest::Tolerance {
+                absolute, relative, ..
+            },
             ..
         } = &compiled.rules[0].check
         else {

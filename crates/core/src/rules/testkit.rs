@@ -70,7 +70,7 @@ pub(crate) fn unknown(n: u128, first: u32, last: u32) -> DocumentFacts {
 pub(crate) fn fact(field: &str, value: Value, confidence: f64) -> FactInput {
     FactInput {
         field: field.to_owned(),
-        value: Some(value),
+        value: Some(value.into()),
         evidence: Evidence {
             page: Some(0),
             confidence: Some(confidence),

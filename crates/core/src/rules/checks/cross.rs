@@ -1,19 +1,21 @@
 //! EXACT_MATCH, NUMERIC_TOLERANCE, DATE_WINDOW and AUTHORITY_PRECEDENCE: one document's
 //! value against another's.
 
-use std::fmt::{self, Write};
+use std::borrow::Cow;
+use std::fmt::Write;
 
-use super::{either, listing, show, Case, DocName, Observed, Printed, Verdict};
-use crate::rules::compare::{self, Relation, Tolerances};
+use super::{either, listing, push, Case, Observed, Piece, Verdict};
+use crate::rules::compare::{self, Relation};
+use crate::rules::names::Name;
 use crate::rules::params::{FieldRef, PairTest};
 use crate::rules::RuleOutcome;
 
 /// EXACT_MATCH `{field, document_types}`: every document of the listed types agrees.
-pub(super) fn all_agree(case: &Case<'_>, field: &str, types: &[String]) -> Verdict {
-    let observed: Vec<Observed<'_>> = types.iter().flat_map(|t| case.observe(t, field)).collect();
+pub(super) fn all_agree(case: &Case<'_>, field: &Name, types: &[Name]) -> Verdict {
+    let observed = case.observe_types(types, field);
     let values = observed.iter().map(Observed::compared).collect();
     if observed.is_empty() {
-        let names: Vec<&str> = types.iter().map(String::as_str).collect();
+        let names: Vec<&str> = types.iter().map(Name::as_str).collect();
         return Verdict::new(
             RuleOutcome::NotApplicable,
             msg!("no {} document", either(&names)),
@@ -21,8 +23,8 @@ pub(super) fn all_agree(case: &Case<'_>, field: &str, types: &[String]) -> Verdi
         );
     }
     // Confident values grouped by equality; any two groups that contradict fail the rule.
-    let mut groups: Vec<Vec<&Observed<'_>>> = Vec::new();
-    let mut doubts = Vec::new();
+    let mut groups: Vec<Vec<&Observed<'_>>> = Vec::with_capacity(2);
+    let mut doubts: Vec<Cow<'_, str>> = Vec::new();
     let mut reasons = Vec::new();
     let mut contradiction = false;
     for o in observed.iter().filter(|o| o.confident()) {
@@ -42,31 +44,35 @@ pub(super) fn all_agree(case: &Case<'_>, field: &str, types: &[String]) -> Verdi
                     }
                 }
                 Relation::Incomparable(why) => {
-                    doubts.push(msg!("{} vs {}: {why}", rep.described(), o.described()));
+                    doubts.push(msg!("{} vs {}: {why}", rep.described(), o.described()).into());
                 }
             }
         }
         match home {
             Some(g) => groups[g].push(o),
-            None => groups.push(vec![o]),
+            None => {
+                let mut group = Vec::with_capacity(observed.len());
+                group.push(o);
+                groups.push(group);
+            }
         }
     }
     if contradiction {
         let listed = listing(
             groups.iter().map(|g| {
-                let docs = g.iter().map(|o| DocName(o.doc));
-                msg!("{} on {}", Printed(g[0]), listing(docs, ", "))
+                let docs = g.iter().map(|o| o.doc_name());
+                text!(g[0].printed(), " on ", listing(docs, ", "))
             }),
             "; ",
         );
         let why = if reasons.is_empty() {
             String::new()
         } else {
-            msg!(" ({})", reasons.join("; "))
+            text!(" (", reasons.join("; "), ")")
         };
         return Verdict::new(
             RuleOutcome::Fail,
-            msg!("{field} disagrees: {listed}{why}"),
+            text!(field, " disagrees: ", listed, why),
             values,
         );
     }
@@ -79,17 +85,19 @@ pub(super) fn all_agree(case: &Case<'_>, field: &str, types: &[String]) -> Verdi
             RuleOutcome::NotApplicable,
             msg!(
                 "only {} carries {field}; nothing to compare it with",
-                DocName(observed[0].doc)
+                observed[0].doc_name()
             ),
             values,
         );
     }
     Verdict::new(
         RuleOutcome::Pass,
-        msg!(
-            "{field} agrees on {} documents: {}",
+        text!(
+            field,
+            " agrees on ",
             observed.len(),
-            Printed(&observed[0])
+            " documents: ",
+            observed[0].printed()
         ),
         values,
     )
@@ -140,15 +148,18 @@ pub(super) fn pair(case: &Case<'_>, left: &FieldRef, right: &FieldRef, test: &Pa
     if !broken.is_empty() && holds == 0 && incomparable.is_empty() {
         return Verdict::new(RuleOutcome::Fail, listing(broken, "; "), values);
     }
-    let mut doubts = incomparable;
+    let mut doubts: Vec<Cow<'_, str>> = incomparable.into_iter().map(Cow::Owned).collect();
     doubts.extend(l.iter().chain(&r).filter_map(|o| o.doubt(case.floor)));
     if !broken.is_empty() {
         let pairs = holds + broken.len();
-        doubts.push(msg!(
-            "ambiguous: {} of {pairs} document pairs disagree ({})",
-            broken.len(),
-            broken[0]
-        ));
+        doubts.push(
+            msg!(
+                "ambiguous: {} of {pairs} document pairs disagree ({})",
+                broken.len(),
+                broken[0]
+            )
+            .into(),
+        );
     }
     if !doubts.is_empty() {
         return Verdict::new(RuleOutcome::ReviewRequired, listing(doubts, "; "), values);
@@ -161,10 +172,13 @@ pub(super) fn pair(case: &Case<'_>, left: &FieldRef, right: &FieldRef, test: &Pa
             values,
         );
     };
-    let mut message = pair_text(test, a, b, true, show(|f| holds_text(f, test, a, b)));
+    let mut message = pair_head(test, a, b, true, 64);
+    push_holds(&mut message, test, a, b);
     let docs = l.len() + r.len();
     if docs > 2 {
-        let _ = write!(message, " (all {docs} documents)");
+        message.push_str(" (all ");
+        docs.push_to(&mut message);
+        message.push_str(" documents)");
     }
     Verdict::new(RuleOutcome::Pass, message, values)
 }
@@ -172,19 +186,20 @@ pub(super) fn pair(case: &Case<'_>, left: &FieldRef, right: &FieldRef, test: &Pa
 fn relate(test: &PairTest, a: &crate::parse::Value, b: &crate::parse::Value) -> Relation {
     match test {
         PairTest::Equal => compare::same(a, b),
-        PairTest::Tolerance { absolute, relative } => {
-            compare::within(a, b, absolute.as_ref(), relative.as_ref())
-        }
-        PairTest::DateWindow { min_days, max_days } => match compare::days_between(a, b) {
+        PairTest::Tolerance {
+            absolute, relative, ..
+        } => compare::within(a, b, absolute.as_ref(), relative.as_ref()),
+        PairTest::DateWindow {
+            min_days,
+            max_days,
+            window,
+        } => match compare::days_between(a, b) {
             Ok(days) => {
                 let ok = min_days.is_none_or(|m| days >= m) && max_days.is_none_or(|m| days <= m);
                 if ok {
                     Relation::Holds
                 } else {
-                    Relation::Broken(msg!(
-                        "{days} days, allowed {}",
-                        Window(*min_days, *max_days)
-                    ))
+                    Relation::Broken(msg!("{days} days, allowed {window}"))
                 }
             }
             Err(r) => r,
@@ -192,45 +207,49 @@ fn relate(test: &PairTest, a: &crate::parse::Value, b: &crate::parse::Value) -> 
     }
 }
 
-/// What a passing pair shows after the colon.
-fn holds_text(
-    f: &mut fmt::Formatter<'_>,
-    test: &PairTest,
-    a: &Observed<'_>,
-    b: &Observed<'_>,
-) -> fmt::Result {
+/// What a passing pair shows after the colon (nothing for EXACT_MATCH).
+fn push_holds(text: &mut String, test: &PairTest, a: &Observed<'_>, b: &Observed<'_>) {
     match test {
-        PairTest::Equal => Ok(()),
-        PairTest::Tolerance { absolute, relative } => {
-            let unit = match a.value() {
-                Some(crate::parse::Value::Weight { .. }) => " kg",
-                _ => "",
-            };
-            let allowed = Tolerances {
-                absolute: absolute.as_ref(),
-                relative: relative.as_ref(),
-                unit,
-            };
-            write!(f, "within {allowed}")
+        PairTest::Equal => {}
+        PairTest::Tolerance { allowed, .. } => {
+            text.push_str(": within ");
+            text.push_str(allowed);
         }
-        PairTest::DateWindow { min_days, max_days } => match (a.value(), b.value()) {
-            (Some(x), Some(y)) => match compare::days_between(x, y) {
-                Ok(days) => write!(f, "{days} days, within {}", Window(*min_days, *max_days)),
-                Err(_) => Ok(()),
-            },
-            _ => Ok(()),
-        },
+        PairTest::DateWindow { window, .. } => {
+            if let (Some(x), Some(y)) = (a.value(), b.value()) {
+                if let Ok(days) = compare::days_between(x, y) {
+                    let _ = write!(text, ": {days} days, within ");
+                    text.push_str(window);
+                }
+            }
+        }
     }
 }
 
 /// `left matches right` / `left does not match right: why` / `left and right: why` /
-/// `left to right: why`; nothing after the colon when `why` writes nothing.
+/// `left to right: why`; nothing after the colon when `why` is empty.
 fn pair_text(
     test: &PairTest,
     a: &Observed<'_>,
     b: &Observed<'_>,
     holds: bool,
-    why: impl fmt::Display,
+    why: &str,
+) -> String {
+    let mut text = pair_head(test, a, b, holds, why.len() + 2);
+    if !why.is_empty() {
+        text.push_str(": ");
+        text.push_str(why);
+    }
+    text
+}
+
+/// `left <verb> right`, with room for `extra` more bytes.
+fn pair_head(
+    test: &PairTest,
+    a: &Observed<'_>,
+    b: &Observed<'_>,
+    holds: bool,
+    extra: usize,
 ) -> String {
     let verb = match test {
         PairTest::Equal if holds => "matches",
@@ -238,13 +257,13 @@ fn pair_text(
         PairTest::Tolerance { .. } => "and",
         PairTest::DateWindow { .. } => "to",
     };
-    let mut text = String::with_capacity(192);
-    let _ = write!(text, "{} {verb} {}", a.described(), b.described());
-    let mark = text.len();
-    let _ = write!(text, ": {why}");
-    if text.len() == mark + 2 {
-        text.truncate(mark);
-    }
+    let (da, db) = (a.described(), b.described());
+    let mut text = String::with_capacity(da.len() + verb.len() + db.len() + 2 + extra);
+    text.push_str(da);
+    text.push(' ');
+    text.push_str(verb);
+    text.push(' ');
+    text.push_str(db);
     text
 }
 
@@ -256,42 +275,28 @@ fn same_value(a: &Observed<'_>, b: &Observed<'_>) -> bool {
     }
 }
 
-/// `0 to 30 days` / `at least 0 days` / `at most 30 days`.
-struct Window(Option<i64>, Option<i64>);
-
-impl fmt::Display for Window {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.0, self.1) {
-            (Some(lo), Some(hi)) => write!(f, "{lo} to {hi} days"),
-            (Some(lo), None) => write!(f, "at least {lo} days"),
-            (None, Some(hi)) => write!(f, "at most {hi} days"),
-            (None, None) => f.write_str("any number of days"),
-        }
-    }
-}
-
 /// AUTHORITY_PRECEDENCE: the authority's value is the case's; every other document that
 /// confidently disagrees with it is flagged and fails the rule.
 pub(super) fn authority(
     case: &Case<'_>,
-    field: &str,
-    authority: &str,
-    others: &[String],
+    field: &Name,
+    authority: &Name,
+    others: &[Name],
 ) -> Verdict {
     let auth = case.observe(authority, field);
-    let rest: Vec<Observed<'_>> = others.iter().flat_map(|t| case.observe(t, field)).collect();
+    let rest = case.observe_types(others, field);
     let values = auth.iter().chain(&rest).map(Observed::compared).collect();
     if auth.is_empty() {
         if rest.is_empty() {
-            let mut names = vec![authority];
-            names.extend(others.iter().map(String::as_str));
+            let mut names = vec![authority.as_str()];
+            names.extend(others.iter().map(Name::as_str));
             return Verdict::new(
                 RuleOutcome::NotApplicable,
                 msg!("no {} document", either(&names)),
                 values,
             );
         }
-        let carriers = listing(rest.iter().map(|o| DocName(o.doc)), ", ");
+        let carriers = listing(rest.iter().map(|o| o.doc_name()), ", ");
         let verb = if rest.len() == 1 { "carries" } else { "carry" };
         return Verdict::new(
             RuleOutcome::ReviewRequired,
@@ -299,8 +304,9 @@ pub(super) fn authority(
             values,
         );
     }
-    let settled: Vec<&Observed<'_>> = auth.iter().filter(|o| o.confident()).collect();
-    let mut doubts: Vec<String> = auth.iter().filter_map(|o| o.doubt(case.floor)).collect();
+    let mut settled: Vec<&Observed<'_>> = Vec::with_capacity(auth.len());
+    settled.extend(auth.iter().filter(|o| o.confident()));
+    let mut doubts: Vec<Cow<'_, str>> = auth.iter().filter_map(|o| o.doubt(case.floor)).collect();
     // Several authority documents that disagree leave no single authoritative value.
     if let Some(first) = settled.first() {
         let split: Vec<String> = settled[1..]
@@ -309,11 +315,14 @@ pub(super) fn authority(
             .map(|o| o.described().to_string())
             .collect();
         if !split.is_empty() {
-            doubts.push(msg!(
-                "the {authority} documents disagree: {} vs {}",
-                first.described(),
-                listing(split, ", ")
-            ));
+            doubts.push(
+                msg!(
+                    "the {authority} documents disagree: {} vs {}",
+                    first.described(),
+                    listing(split, ", ")
+                )
+                .into(),
+            );
         }
     }
     let mut flagged = Vec::new();
@@ -340,24 +349,31 @@ pub(super) fn authority(
             }
         }
         if let Some(why) = incomparable {
-            doubts.push(msg!("{}: {why}", o.described()));
+            doubts.push(msg!("{}: {why}", o.described()).into());
         } else if holds == 0 {
             flagged.push(o);
         } else if broken == 0 {
             agree += 1;
         } else {
-            doubts.push(msg!(
-                "{} agrees with only some {authority} documents",
-                o.described()
-            ));
+            doubts.push(
+                msg!(
+                    "{} agrees with only some {authority} documents",
+                    o.described()
+                )
+                .into(),
+            );
         }
     }
     if !flagged.is_empty() {
         let authoritative = listing(settled.iter().map(|a| a.described()), ", ");
         let disagree = listing(
-            flagged
-                .iter()
-                .map(|o| show(move |f| write!(f, "{} says {}", DocName(o.doc), Printed(o)))),
+            flagged.iter().map(|o| {
+                push(move |out| {
+                    out.push_str(o.doc_name());
+                    out.push_str(" says ");
+                    out.push_str(o.printed());
+                })
+            }),
             "; ",
         );
         return Verdict::new(
@@ -370,15 +386,19 @@ pub(super) fn authority(
         return Verdict::new(RuleOutcome::ReviewRequired, listing(doubts, "; "), values);
     }
     let message = match settled.first() {
-        Some(a) if agree == 0 => msg!(
-            "{} is authoritative; no other document carries it",
-            a.described()
-        ),
-        Some(a) => msg!(
-            "{} is authoritative; {agree} other document{} agree{}",
+        Some(a) if agree == 0 => text!(
             a.described(),
-            if agree == 1 { "" } else { "s" },
-            if agree == 1 { "s" } else { "" }
+            " is authoritative; no other document carries it"
+        ),
+        Some(a) => text!(
+            a.described(),
+            " is authoritative; ",
+            agree,
+            if agree == 1 {
+                " other document agrees"
+            } else {
+                " other documents agree"
+            }
         ),
         None => "nothing to settle".to_owned(),
     };

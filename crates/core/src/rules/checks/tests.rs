@@ -33,7 +33,7 @@ fn assert_result(r: &RuleResult, outcome: RuleOutcome, message: &str) {
 /// A fact with the text as printed on the page.
 fn printed(field: &str, value: crate::parse::Value, raw: &str, confidence: f64) -> FactInput {
     let mut f = fact(field, value, confidence);
-    f.evidence.raw_text = Some(raw.to_owned());
+    f.evidence.raw_text = Some(raw.into());
     f
 }
 
@@ -77,7 +77,7 @@ mod required_document {
         let found: Vec<(&str, &str, Option<u32>)> = r
             .values
             .iter()
-            .map(|v| (v.document_type.as_str(), v.field.as_str(), v.evidence.page))
+            .map(|v| (v.document_type.as_ref(), v.field.as_ref(), v.evidence.page))
             .collect();
         assert_eq!(
             found,
@@ -142,8 +142,8 @@ mod field_required {
             "bill_of_lading (source 00000001, p. 1) has bl_number, container_number",
         );
         assert_eq!(r.values.len(), 2);
-        assert_eq!(r.values[0].field, "bl_number");
-        assert_eq!(r.values[0].value, Some(text("MAEU1")));
+        assert_eq!(&*r.values[0].field, "bl_number");
+        assert_eq!(r.values[0].value.as_deref(), Some(&text("MAEU1")));
         let r = check(
             rule_fields(),
             vec![
@@ -175,7 +175,7 @@ mod field_required {
         );
         let gap = &r.values[1];
         assert_eq!(
-            (gap.field.as_str(), &gap.value),
+            (gap.field.as_ref(), &gap.value),
             ("container_number", &None)
         );
         assert_eq!(gap.evidence.source_id, Some(bl(1).source_id));
@@ -266,7 +266,7 @@ mod exact_match_across {
             RuleOutcome::Pass,
             "container_number agrees on 3 documents: \"MSCU1234566\"",
         );
-        let order: Vec<&str> = r.values.iter().map(|v| v.document_type.as_str()).collect();
+        let order: Vec<&str> = r.values.iter().map(|v| v.document_type.as_ref()).collect();
         assert_eq!(
             order,
             [
@@ -475,7 +475,7 @@ mod exact_match_pair {
              commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2024/001\"",
         );
         assert_eq!(r.values.len(), 2);
-        assert_eq!(r.values[0].document_type, "customs_declaration");
+        assert_eq!(&*r.values[0].document_type, "customs_declaration");
     }
 
     #[test]
@@ -821,7 +821,7 @@ mod authority_precedence {
             RuleOutcome::Pass,
             "commercial_invoice (source 00000002, p. 1) invoice_number \"INV-1\" is authoritative; 2 other documents agree",
         );
-        assert_eq!(r.values[0].document_type, "commercial_invoice");
+        assert_eq!(&*r.values[0].document_type, "commercial_invoice");
         let r = check(precedence(), vec![inv(ci(2), "INV-1", 0.9)]);
         assert_result(
             &r,
@@ -937,7 +937,7 @@ mod safeguards {
         assert_eq!(ev.status, DecisionStatus::ReviewRequired);
         let guards: Vec<(&str, RuleOutcome, &str)> = ev.results[1..]
             .iter()
-            .map(|r| (r.rule_id.as_str(), r.outcome, r.message.as_str()))
+            .map(|r| (&*r.rule_id, r.outcome, r.message.as_str()))
             .collect();
         assert_eq!(
             guards,
@@ -960,9 +960,9 @@ mod safeguards {
                 (SAFEGUARD_IDS[3], RuleOutcome::Pass, "1 rule configured"),
             ]
         );
-        assert_eq!(ev.results[1].values[0].document_type, "UNKNOWN");
+        assert_eq!(&*ev.results[1].values[0].document_type, "UNKNOWN");
         assert_eq!(ev.results[1].values[0].evidence.page, Some(2));
-        assert_eq!(ev.results[3].values[0].field, "gross_weight");
+        assert_eq!(&*ev.results[3].values[0].field, "gross_weight");
         assert!(ev.results[1..].iter().all(|r| r.on_fail.is_none()));
         assert_eq!(
             ev.summary,
