@@ -81,6 +81,8 @@ async fn revoke_is_recorded_and_audit_verify_exits_0_1_or_2() -> anyhow::Result<
     );
     assert!(db.store.authenticate(&raw).await?.is_none());
 
+    // Sealed as the dispatcher's sealer would (no dispatcher runs in this test).
+    db.store.seal_all_audit_events().await?;
     let trail: Vec<(i64, String, String)> = sqlx::query_as(
         "SELECT chain_seq, event_type, actor FROM audit_events WHERE tenant_id = $1 ORDER BY chain_seq",
     )

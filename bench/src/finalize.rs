@@ -210,8 +210,20 @@ pub async fn run(args: &FinalizeArgs) -> anyhow::Result<Value> {
                 .await?;
             claimed.push(job(JobKind::FinalizeCase).await?);
         }
+        // The setup's own audit events sealed before the clock starts.
+        store.seal_all_audit_events().await?;
         let setup_secs = setup_started.elapsed().as_secs_f64();
 
+        // The dispatcher role's audit sealer runs during the timed part, as in production: its
+        // work (sealing every decision's audit event) shares the machine with the finalizers.
+        let stop_sealer = tokio_util::sync::CancellationToken::new();
+        let sealer = tokio::spawn(
+            ironclad_runtime::AuditSealer::new(
+                store.clone(),
+                ironclad_runtime::audit_sealer::DEFAULT_SEAL_EVERY,
+            )
+            .run(stop_sealer.clone()),
+        );
         let queue = Arc::new(std::sync::Mutex::new(claimed));
         let ruleset = Arc::new(ruleset);
         let started = Instant::now();
@@ -245,6 +257,22 @@ pub async fn run(args: &FinalizeArgs) -> anyhow::Result<Value> {
             latencies.extend(t.await??);
         }
         let secs = started.elapsed().as_secs_f64();
+        // How long after the last decision its audit events were all in their chains.
+        let unsealed_at_end = count_unsealed(&store).await?;
+        let sealed_by = Instant::now();
+        while count_unsealed(&store).await? > 0 && sealed_by.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let seal_lag_secs = sealed_by.elapsed().as_secs_f64();
+        stop_sealer.cancel();
+        sealer.await?;
+        let chain = store.verify_audit_chain(None).await?;
+        anyhow::ensure!(
+            chain.ok && chain.events_awaiting_seal == 0,
+            "audit chain after the run: {} problem(s), {} awaiting seal",
+            chain.problems.len(),
+            chain.events_awaiting_seal
+        );
         latencies.sort_by(f64::total_cmp);
         let pct = |p: f64| {
             latencies
@@ -293,6 +321,9 @@ pub async fn run(args: &FinalizeArgs) -> anyhow::Result<Value> {
             "latency_p50_ms": pct(0.5),
             "latency_p99_ms": pct(0.99),
             "rule_results_per_decision": rule_results as f64 / decisions.max(1) as f64,
+            "audit_unsealed_when_the_last_decision_committed": unsealed_at_end,
+            "audit_sealed_within_secs_after": seal_lag_secs,
+            "audit_chain_verified_events": chain.events_checked,
             "decisions_by_status": by_status,
             "baseline_pgbench": base,
             "ratio_to_pgbench": if tps > 0.0 { per_sec / tps } else { 0.0 },
@@ -316,4 +347,13 @@ pub async fn run(args: &FinalizeArgs) -> anyhow::Result<Value> {
     }
     std::fs::write(&out, serde_json::to_string_pretty(&result)?)?;
     Ok(result)
+}
+
+/// Audit events committed and not yet sealed into their chains.
+async fn count_unsealed(store: &ironclad_store::Store) -> anyhow::Result<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM audit_events WHERE hash IS NULL")
+            .fetch_one(store.pool())
+            .await?,
+    )
 }

@@ -128,6 +128,12 @@ fn print_report(report: &ChainReport) {
             "audit verify: ok, {} chain(s) and {} event(s) unbroken",
             report.tenants_checked, report.events_checked
         );
+        if report.events_awaiting_seal > 0 {
+            println!(
+                "({} event(s) committed during the check await their seal and were not walked)",
+                report.events_awaiting_seal
+            );
+        }
     } else {
         let broken = {
             let mut chains: Vec<Uuid> = report.problems.iter().map(|p| p.tenant).collect();

@@ -8,7 +8,7 @@ use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::workflows::WorkflowCatalog;
-use ironclad_runtime::{Deliverer, Dispatcher, Reconciler, Worker};
+use ironclad_runtime::{AuditSealer, Deliverer, Dispatcher, Reconciler, Worker};
 use ironclad_store::Store;
 use metrics_exporter_prometheus::Matcher;
 use std::process::ExitCode;
@@ -218,6 +218,9 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         let deliverer = Deliverer::new(store.clone(), webhook_config)
             .context("starting the webhook deliverer")?;
         tasks.spawn(deliverer.run(shutdown.clone()));
+        // Audit events arrive unsealed (no writer waits on a chain head); this seals them.
+        let sealer = AuditSealer::new(store.clone(), s.audit_seal_every);
+        tasks.spawn(sealer.run(shutdown.clone()));
     }
     if roles.worker {
         let (processor, catalog) = build_processor(&store, s).await?;

@@ -7,6 +7,7 @@
 //! uses.
 #![deny(missing_docs)]
 
+pub mod audit_sealer;
 pub mod config;
 pub mod dispatcher;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod webhooks;
 pub mod worker;
 pub mod workflows;
 
+pub use audit_sealer::AuditSealer;
 pub use config::RuntimeConfig;
 pub use dispatcher::Dispatcher;
 pub use error::RuntimeError;

@@ -28,3 +28,7 @@ pub const WEBHOOK_FAILED_ATTEMPTS_TOTAL: &str = "ironclad_webhook_attempts_faile
 pub const WEBHOOK_DEAD_TOTAL: &str = "ironclad_webhook_deliveries_dead_total";
 /// Time one webhook attempt took, answer read included.
 pub const WEBHOOK_ATTEMPT_SECONDS: &str = "ironclad_webhook_attempt_duration_seconds";
+/// Counter: audit events sealed into their tenants' hash chains.
+pub const AUDIT_SEALED_TOTAL: &str = "ironclad_audit_events_sealed_total";
+/// Counter: sealing rounds that failed (retried with backoff).
+pub const AUDIT_SEAL_FAILURES_TOTAL: &str = "ironclad_audit_seal_failures_total";

@@ -1,11 +1,14 @@
-//! The audit trail's hash chain, checked: `ironclad audit verify`.
+//! The audit trail's hash chain: sealed (`Store::seal_audit_events`) and checked
+//! (`ironclad audit verify`).
 //!
-//! The chain is made by the database (migration `0006_audit_chain.sql`): every row appended
-//! to `audit_events` gets its tenant's next `chain_seq`, the previous row's hash as
+//! The chain is made by the database (migrations `0006_audit_chain.sql` and
+//! `0008_audit_sealing.sql`): an event is inserted unsealed, and `audit_seal` — run by the
+//! dispatcher role's sealer every fraction of a second, and before every check — gives each
+//! committed unsealed row its tenant's next `chain_seq`, the previous row's hash as
 //! `prev_hash`, and a `hash` over both and the row's content. This module walks each chain in
-//! order and recomputes every hash with the same SQL function the trigger used
+//! order and recomputes every hash with the same SQL function the sealer used
 //! (`audit_event_hash`), so the canonical text has one definition. It reports what a change
-//! behind the trigger's back leaves:
+//! behind the triggers' back leaves:
 //!
 //! - [`ProblemKind::Edited`]: a row's content no longer matches its hash, or the newest row's
 //!   hash is not the one its chain head recorded (the row was replaced);
@@ -29,6 +32,13 @@ pub const GENESIS_HASH: &str = "000000000000000000000000000000000000000000000000
 /// Chain key of events that have no tenant.
 pub const SYSTEM_CHAIN: Uuid = Uuid::nil();
 
+/// Events sealed per chain per `audit_seal` call: bounds how long one seal holds a head.
+pub const SEAL_BATCH: i32 = 2_000;
+
+/// Seal calls [`Store::seal_all_audit_events`] makes at most (a writer faster than the sealer
+/// must not keep a check from starting).
+const SEAL_ROUNDS: usize = 50;
+
 /// Rows read per round trip while walking a chain.
 const PAGE: i64 = 5_000;
 
@@ -41,8 +51,18 @@ pub const MAX_PROBLEMS: usize = 10_000;
 /// One snapshot for rows and heads, and no writes. First statement of the transaction.
 const AUDIT_SNAPSHOT: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
-/// Whether migration 0006 made the chain (the function the check recomputes hashes with).
-const AUDIT_CHAIN_PRESENT: &str = "SELECT to_regproc('audit_event_hash') IS NOT NULL";
+/// Whether migrations 0006 and 0008 made the chain (the functions that hash and seal).
+const AUDIT_CHAIN_PRESENT: &str =
+    "SELECT to_regproc('audit_event_hash') IS NOT NULL AND to_regproc('audit_seal') IS NOT NULL";
+
+/// Seals up to $1 committed events per chain; answers how many (migration 0008).
+const AUDIT_SEAL: &str = "SELECT audit_seal($1)";
+
+/// Events of chain $1 committed but not yet sealed (not walked; reported).
+const AUDIT_AWAITING_SEAL: &str = r#"
+SELECT count(*) FROM audit_events
+WHERE hash IS NULL AND coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid) = $1
+"#;
 
 /// Every chain: those with a head, and those with rows (a head may have been deleted).
 const AUDIT_CHAINS: &str = r#"
@@ -133,6 +153,8 @@ pub struct ChainSummary {
     pub last_seq: i64,
     /// Hash the head records.
     pub last_hash: Option<String>,
+    /// Events committed but not yet sealed when the walk began (not walked).
+    pub awaiting_seal: u64,
 }
 
 /// The result of [`Store::verify_audit_chain`].
@@ -144,6 +166,8 @@ pub struct ChainReport {
     pub tenants_checked: u64,
     /// Rows walked, over all chains.
     pub events_checked: u64,
+    /// Events committed after the check sealed the chains, so not walked, over all chains.
+    pub events_awaiting_seal: u64,
     /// The breaks found, chain by chain in order (at most [`MAX_PROBLEMS`]).
     pub problems: Vec<ChainProblem>,
     /// Problems found beyond [`MAX_PROBLEMS`] and not listed.
@@ -156,7 +180,7 @@ pub struct ChainReport {
 #[derive(Debug, thiserror::Error)]
 pub enum ChainCheckError {
     /// The database predates the chain.
-    #[error("this database has no audit chain (migration 0006_audit_chain is not applied; run `ironclad migrate`)")]
+    #[error("this database has no audit chain (migrations 0006_audit_chain and 0008_audit_sealing are not applied; run `ironclad migrate`)")]
     NotMigrated,
     /// The chain asked for does not exist.
     #[error("no audit chain for tenant {0}")]
@@ -373,21 +397,49 @@ impl ChainWalk {
 type PageRow = (i64, i64, String, String, String);
 
 impl Store {
-    /// Walks every audit chain (or only `tenant`'s: a tenant id, or [`SYSTEM_CHAIN`]) and
+    /// Seals committed audit events into their tenants' chains, at most [`SEAL_BATCH`] per
+    /// chain, in a transaction of its own; answers how many were sealed.
+    pub async fn seal_audit_events(&self) -> Result<u64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let sealed: i32 = sqlx::query_scalar(AUDIT_SEAL)
+            .bind(SEAL_BATCH)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(u64::try_from(sealed).unwrap_or(0))
+    }
+
+    /// Seals until nothing committed is left unsealed (or a bounded number of rounds passed,
+    /// when writers outpace the sealer); answers how many were sealed.
+    pub async fn seal_all_audit_events(&self) -> Result<u64, StoreError> {
+        let mut total = 0;
+        for _ in 0..SEAL_ROUNDS {
+            let sealed = self.seal_audit_events().await?;
+            total += sealed;
+            if sealed == 0 {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Seals what is committed, then walks every audit chain (or only `tenant`'s: a tenant id, or [`SYSTEM_CHAIN`]) and
     /// recomputes every hash. A broken chain is a report with problems, not an error; errors
     /// mean the check could not run.
     pub async fn verify_audit_chain(
         &self,
         tenant: Option<Uuid>,
     ) -> Result<ChainReport, ChainCheckError> {
-        let mut tx = self.pool().begin().await.map_err(StoreError::from)?;
-        sqlx::query(AUDIT_SNAPSHOT).execute(&mut *tx).await?;
         let present: bool = sqlx::query_scalar(AUDIT_CHAIN_PRESENT)
-            .fetch_one(&mut *tx)
+            .fetch_one(self.pool())
             .await?;
         if !present {
             return Err(ChainCheckError::NotMigrated);
         }
+        // Events committed a moment ago would otherwise be left out of the walk.
+        self.seal_all_audit_events().await?;
+        let mut tx = self.pool().begin().await.map_err(StoreError::from)?;
+        sqlx::query(AUDIT_SNAPSHOT).execute(&mut *tx).await?;
         let keys: Vec<Uuid> = match tenant {
             Some(key) => {
                 let exists: bool = sqlx::query_scalar(AUDIT_CHAIN_EXISTS)
@@ -411,6 +463,7 @@ impl Store {
             ok: true,
             tenants_checked: 0,
             events_checked: 0,
+            events_awaiting_seal: 0,
             problems: Vec::new(),
             problems_omitted: 0,
             chains: Vec::with_capacity(keys.len()),
@@ -419,6 +472,7 @@ impl Store {
             let (problems, summary) = walk_chain(&mut tx, key).await?;
             report.tenants_checked += 1;
             report.events_checked += summary.events;
+            report.events_awaiting_seal += summary.awaiting_seal;
             report.chains.push(ChainSummary {
                 tenant_name: names.get(&key).cloned(),
                 ..summary
@@ -478,7 +532,12 @@ async fn walk_chain(
         }
     }
     let (problems, events) = walk.finish();
+    let awaiting: i64 = sqlx::query_scalar(AUDIT_AWAITING_SEAL)
+        .bind(key)
+        .fetch_one(&mut *conn)
+        .await?;
     let summary = ChainSummary {
+        awaiting_seal: u64::try_from(awaiting).unwrap_or(0),
         tenant: key,
         tenant_name: None,
         events,

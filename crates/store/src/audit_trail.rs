@@ -5,7 +5,8 @@ use ironclad_core::audit::AuditEventType;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-/// Appends one event inside the caller's transaction (the chain's hash is set by the database).
+/// Appends one event inside the caller's transaction. It arrives unsealed: the sealer puts it
+/// in its tenant's chain once it has committed (migration 0008).
 pub(crate) async fn record(
     tx: &mut Transaction<'_, Postgres>,
     tenant: Uuid,

@@ -221,8 +221,9 @@ pub struct ReportAuditEvent {
     /// When.
     pub created_at: DateTime<Utc>,
     /// Its hash in the tenant's audit chain (`ironclad audit verify` recomputes it), so a
-    /// printed report can be checked against the database later.
-    pub hash: String,
+    /// printed report can be checked against the database later; `None` for an event
+    /// committed a moment ago and not yet sealed into the chain.
+    pub hash: Option<String>,
 }
 
 const REPORT_CASE: &str = r#"

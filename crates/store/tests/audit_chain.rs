@@ -1,14 +1,16 @@
 //! The audit trail's hash chain (DESIGN §2, audit_events "append-only, hash-chained").
 //!
-//! Events are written through the real store paths (tenants, API keys, intake), the chain is
-//! checked unbroken, then each test tampers with a fresh database the way an attacker with
-//! superuser rights would — the append-only trigger (or the chain trigger) disabled — and
-//! checks `verify_audit_chain` names exactly that break: an edited row, a deleted middle row, a
-//! deleted newest row, a forged row appended behind the trigger's back, a forged row at a
-//! taken position. Concurrent appends for one tenant from many connections leave an unbroken
-//! chain; the migration's backfill chains rows written before it; and the hash is the sha256
-//! of the canonical text the migration documents, so a verifier outside PostgreSQL can
-//! recompute it.
+//! Events are written through the real store paths (tenants, API keys, intake) and sealed, the
+//! chain is checked unbroken, then each test tampers with a fresh database the way an attacker
+//! with superuser rights would — the append-only trigger (or the arrive-unsealed trigger)
+//! disabled — and checks `verify_audit_chain` names exactly that break: an edited row, a
+//! deleted middle row, a deleted newest row, a forged row appended behind the triggers' back, a
+//! forged row at a taken position. Concurrent appends for one tenant from many connections,
+//! sealed by several sealers at once, leave an unbroken chain; an append never waits for
+//! another transaction of its tenant (the point of sealing after commit); an event of a
+//! transaction still open is left for a later seal; the migration's backfill chains rows
+//! written before it; and the hash is the sha256 of the canonical text the migration
+//! documents, so a verifier outside PostgreSQL can recompute it.
 
 use chrono::{DateTime, Utc};
 use ironclad_core::role::Role;
@@ -82,13 +84,21 @@ impl Seeded {
                 .await?,
             Revocation::Revoked(_)
         ));
-        // A statement that tries to choose its own chain fields is overruled by the trigger.
+        // A statement that tries to choose its own chain fields is overruled by the trigger:
+        // the row arrives unsealed like any other.
         sqlx::query(
             "INSERT INTO audit_events (actor, event_type, chain_seq, prev_hash, hash)
              VALUES ('system:test', 'REQUEUED', 999, 'x', 'y')",
         )
         .execute(store.pool())
         .await?;
+        let unsealed: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM audit_events WHERE hash IS NULL")
+                .fetch_one(store.pool())
+                .await?;
+        assert_eq!(unsealed, 9, "every event arrives unsealed");
+        // Sealed before anyone tampers, as the dispatcher's sealer does within a moment.
+        assert_eq!(store.seal_all_audit_events().await?, 9);
         Ok(Self { db, acme, globex })
     }
 
@@ -202,9 +212,15 @@ async fn events_written_through_the_store_form_unbroken_chains() -> anyhow::Resu
         Err(ChainCheckError::UnknownChain(_))
     ));
 
-    // The append-only trigger still refuses changes.
+    // The append-only trigger still refuses changes; sealing is the one update it lets
+    // through, and only one that leaves the content as it was.
+    sqlx::query("INSERT INTO audit_events (actor, event_type) VALUES ('system:test', 'REQUEUED')")
+        .execute(s.store().pool())
+        .await?;
     for sql in [
         "UPDATE audit_events SET actor = 'x'",
+        "UPDATE audit_events SET actor = 'x', chain_seq = 99, prev_hash = 'a', hash = 'b'
+         WHERE hash IS NULL",
         "DELETE FROM audit_events",
         "TRUNCATE audit_events",
     ] {
@@ -271,13 +287,13 @@ async fn a_deleted_newest_row_is_found() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A forger who knows the algorithm appends a well-linked, well-hashed row with the chain
-/// trigger off: the head was not moved, so the row is beyond it.
+/// A forger who knows the algorithm appends a well-linked, well-hashed row with the
+/// arrive-unsealed trigger off: the head was not moved, so the row is beyond it.
 #[tokio::test]
 async fn a_forged_row_appended_behind_the_trigger_is_found() -> anyhow::Result<()> {
     let s = Seeded::new().await?;
     s.tamper(
-        &["audit_events_chain"],
+        &["audit_events_arrive_unsealed"],
         "INSERT INTO audit_events (tenant_id, actor, event_type, data, created_at,
                                    chain_seq, prev_hash, hash)
          SELECT $1, 'api_key:forged', 'CASE_INGESTED', '{}', t.now, h.last_seq + 1, h.last_hash,
@@ -310,7 +326,7 @@ async fn a_forged_row_at_a_taken_position_is_found() -> anyhow::Result<()> {
         .execute("DROP INDEX audit_events_chain_position")
         .await?;
     s.tamper(
-        &["audit_events_chain"],
+        &["audit_events_arrive_unsealed"],
         "INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data, created_at,
                                    chain_seq, prev_hash, hash)
          SELECT case_id, tenant_id, actor, event_type, '{\"sources\": 0}', created_at,
@@ -334,8 +350,9 @@ async fn a_forged_row_at_a_taken_position_is_found() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Many connections appending for the same tenant at once (intakes, and key events) still make
-/// one chain with no gap, no duplicate and every link right.
+/// Many connections appending for the same tenant at once (intakes, and key events), sealed
+/// meanwhile by four sealers racing each other, still make one chain with no gap, no
+/// duplicate and every link right.
 #[tokio::test]
 async fn concurrent_appends_for_one_tenant_keep_the_chain_unbroken() -> anyhow::Result<()> {
     const TASKS: usize = 16;
@@ -343,6 +360,19 @@ async fn concurrent_appends_for_one_tenant_keep_the_chain_unbroken() -> anyhow::
     let db = TestDb::new().await?;
     let acme = db.store.create_tenant("acme").await?;
     let other = db.store.create_tenant("other").await?;
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut sealers = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (store, writing) = (db.store.clone(), std::sync::Arc::clone(&writing));
+        sealers.spawn(async move {
+            let mut sealed = 0u64;
+            while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                sealed += store.seal_audit_events().await?;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            anyhow::Ok(sealed)
+        });
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..TASKS {
         let store = db.store.clone();
@@ -360,6 +390,15 @@ async fn concurrent_appends_for_one_tenant_keep_the_chain_unbroken() -> anyhow::
     while let Some(done) = tasks.join_next().await {
         done??;
     }
+    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut sealed_by_sealers = 0;
+    while let Some(done) = sealers.join_next().await {
+        sealed_by_sealers += done??;
+    }
+    assert!(
+        sealed_by_sealers > 0,
+        "the sealers sealed nothing while writers wrote"
+    );
     let report = db.store.verify_audit_chain(None).await?;
     assert_ok(&report);
     let per_task = (EACH + EACH / 5) as u64;
@@ -392,6 +431,7 @@ async fn the_hash_is_the_sha256_of_the_documented_canonical_text() -> anyhow::Re
     let db = TestDb::new().await?;
     let acme = db.store.create_tenant("acme").await?;
     db.store.commit_intake(&new_case(acme, 1)).await?;
+    db.store.seal_all_audit_events().await?;
     type Row = (
         String,
         i64,
@@ -481,7 +521,12 @@ async fn the_migration_chains_existing_rows() -> anyhow::Result<()> {
                 .await?;
         let expected = vec![(1, Some(a), 1), (2, Some(b), 1), (3, None, 1), (4, Some(a), 2), (5, Some(a), 3)];
         assert_eq!(seqs, expected);
-        // Appends continue each backfilled chain.
+        // The later migrations (sealing), then appends continue each backfilled chain.
+        for m in ironclad_store::MIGRATOR.iter().filter(|m| m.version > 6) {
+            let mut tx = pool.begin().await?;
+            sqlx::raw_sql(&m.sql).execute(&mut *tx).await?;
+            tx.commit().await?;
+        }
         sqlx::query("INSERT INTO audit_events (tenant_id, actor, event_type) VALUES ($1, 'new', 'REQUEUED')")
             .bind(a)
             .execute(&pool)
@@ -497,4 +542,51 @@ async fn the_migration_chains_existing_rows() -> anyhow::Result<()> {
         .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
         .await;
     result
+}
+
+/// The point of sealing after commit: a transaction that has written an audit event and not
+/// yet committed does not hold up another writer of the same tenant (under the insert-time
+/// chain of migration 0006 the second intake waited for the first transaction to end). The
+/// open transaction's event is left alone by a seal, and sealed by the next one after commit,
+/// after the event that committed first.
+#[tokio::test]
+async fn an_open_transaction_neither_blocks_its_tenant_nor_gets_sealed() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let acme = db.store.create_tenant("acme").await?;
+    db.store.seal_all_audit_events().await?;
+    let mut open = db.store.pool().begin().await?;
+    sqlx::query(
+        "INSERT INTO audit_events (tenant_id, actor, event_type) VALUES ($1, 'cli:slow', 'REQUEUED')",
+    )
+    .bind(acme.0)
+    .execute(&mut *open)
+    .await?;
+    // Another writer of the same tenant commits at once.
+    let other = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        db.store.commit_intake(&new_case(acme, 7)),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("an intake waited for another transaction's audit event"))??;
+    assert_eq!(other, IntakeOutcome::Created);
+    // Sealing now seals the committed intake event only.
+    assert_eq!(db.store.seal_all_audit_events().await?, 1);
+    open.commit().await?;
+    assert_eq!(db.store.seal_all_audit_events().await?, 1);
+    let order: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT chain_seq, event_type FROM audit_events WHERE tenant_id = $1 ORDER BY chain_seq",
+    )
+    .bind(acme.0)
+    .fetch_all(db.store.pool())
+    .await?;
+    // Chain order is commit (seal) order: the intake, committed first, comes before the event
+    // inserted earlier by the transaction that committed later.
+    let types: Vec<&str> = order.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(types.last(), Some(&"REQUEUED"));
+    assert_eq!(types[types.len() - 2], "CASE_INGESTED");
+    let report = db.store.verify_audit_chain(None).await?;
+    assert_ok(&report);
+    assert_eq!(report.events_awaiting_seal, 0);
+    db.drop_database().await;
+    Ok(())
 }

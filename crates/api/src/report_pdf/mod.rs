@@ -531,7 +531,13 @@ fn audit(doc: &mut Doc<'_>, report: &DecisionReport) {
                 Cell::new(e.actor.clone()),
                 Cell::new(e.event_type.clone()),
                 Cell::new(details),
-                Cell::styled(e.hash.chars().take(16).collect::<String>(), hash_style),
+                Cell::styled(
+                    e.hash.as_deref().map_or_else(
+                        || "(being sealed)".to_owned(),
+                        |h| h.chars().take(16).collect::<String>(),
+                    ),
+                    hash_style,
+                ),
             ]
         })
         .collect();
@@ -721,7 +727,7 @@ mod tests {
                     event_type: "DECISION_GENERATED".into(),
                     data: json!({"version": 1, "status": "BLOCKED", "note": hostile("audit")}),
                     created_at: at(1),
-                    hash: "0f".repeat(32),
+                    hash: Some("0f".repeat(32)),
                 })
                 .collect(),
             generated_at: at(4),

@@ -102,7 +102,7 @@ async fn a_revoked_key_is_refused_by_every_api_process_within_a_second() -> anyh
     // The admin trail: created (spawn's key, this key), revoked once, in an unbroken chain.
     let trail: Vec<(String, String)> = sqlx::query_as(
         "SELECT event_type, actor FROM audit_events
-         WHERE tenant_id = $1 AND event_type LIKE 'APIKEY_%' ORDER BY chain_seq",
+         WHERE tenant_id = $1 AND event_type LIKE 'APIKEY_%' ORDER BY id",
     )
     .bind(app.tenant.0)
     .fetch_all(app.db.store.pool())
