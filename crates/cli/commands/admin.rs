@@ -52,7 +52,8 @@ pub fn cli_actor() -> String {
 /// `ironclad requeue`
 #[derive(Debug, Args)]
 pub struct RequeueArgs {
-    /// Requeue DEAD outbox rows and dead-lettered jobs.
+    /// Requeue DEAD outbox rows, dead-lettered jobs and DEAD webhook deliveries (of enabled
+    /// endpoints).
     #[arg(long)]
     pub dead: bool,
     /// Print JSON.
@@ -136,13 +137,16 @@ pub async fn requeue(c: &Connections, args: RequeueArgs) -> anyhow::Result<ExitC
     let store = connect_store(c).await?;
     let outbox = store.outbox_requeue_dead().await?;
     let jobs = store.requeue_dead_lettered_jobs("operator:cli").await?;
+    let deliveries = store.webhook_requeue_all_dead(&cli_actor()).await?;
     if args.json {
         println!(
             "{}",
-            serde_json::json!({ "outbox_rows": outbox, "jobs": jobs })
+            serde_json::json!({ "outbox_rows": outbox, "jobs": jobs, "webhook_deliveries": deliveries })
         );
     } else {
-        println!("requeued {outbox} dead outbox row(s) and {jobs} dead-lettered job(s)");
+        println!(
+            "requeued {outbox} dead outbox row(s), {jobs} dead-lettered job(s) and {deliveries} dead webhook delivery(ies)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

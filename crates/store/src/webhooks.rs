@@ -481,15 +481,47 @@ SELECT status FROM released
 /// A DEAD delivery becomes PENDING with a budget as large as its last one, keeping its id
 /// and its attempt count (so attempt numbers in the log stay unique). $1 delivery, $2 tenant,
 /// $3 actor.
-const DELIVERY_REQUEUE: &str = r#"
-UPDATE webhook_deliveries d SET status = 'PENDING', budget_start = d.attempts,
-    max_attempts = d.attempts + greatest(d.max_attempts - d.budget_start, 1),
-    next_attempt_at = now(), requeued_by = $3, requeued_at = now()
-FROM webhook_endpoints e
+/// What a requeue sets on a DEAD delivery (`$ACTOR` is the statement's actor parameter): due
+/// now, with a fresh budget of as many attempts as its last one.
+macro_rules! requeue_set {
+    ($actor:literal) => {
+        concat!(
+            "SET status = 'PENDING', budget_start = d.attempts, ",
+            "max_attempts = d.attempts + greatest(d.max_attempts - d.budget_start, 1), ",
+            "next_attempt_at = now(), requeued_by = ",
+            $actor,
+            ", requeued_at = now() "
+        )
+    };
+}
+
+const DELIVERY_REQUEUE: &str = concat!(
+    "UPDATE webhook_deliveries d ",
+    requeue_set!("$3"),
+    "FROM webhook_endpoints e
 WHERE d.id = $1 AND d.tenant_id = $2 AND d.status = 'DEAD'
   AND e.id = d.endpoint_id AND e.disabled_at IS NULL
-RETURNING d.id
-"#;
+RETURNING d.id"
+);
+
+/// Every DEAD delivery of an enabled endpoint, all tenants, requeued by $1, each with its audit
+/// event ($2 the event type) in its tenant's trail. Answers how many.
+const DELIVERY_REQUEUE_ALL_DEAD: &str = concat!(
+    "WITH requeued AS (UPDATE webhook_deliveries d ",
+    requeue_set!("$1"),
+    "FROM webhook_endpoints e
+    WHERE d.status = 'DEAD' AND e.id = d.endpoint_id AND e.disabled_at IS NULL
+    RETURNING d.id, d.tenant_id, d.endpoint_id, d.notification_id, d.attempts, d.max_attempts
+), audited AS (
+    INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data)
+    SELECT n.case_id, r.tenant_id, $1, $2,
+           jsonb_build_object('delivery_id', r.id, 'endpoint_id', r.endpoint_id,
+                              'notification_id', r.notification_id, 'attempts', r.attempts,
+                              'max_attempts', r.max_attempts)
+    FROM requeued r JOIN notifications n ON n.id = r.notification_id
+)
+SELECT count(*) FROM requeued"
+);
 
 /// Why a requeue did not apply ($1 delivery, $2 tenant).
 const DELIVERY_REQUEUE_REFUSAL: &str = r#"
@@ -709,6 +741,18 @@ impl Store {
         self.attach_attempts(std::slice::from_mut(&mut view))
             .await?;
         Ok(RequeueOutcome::Requeued(Box::new(view)))
+    }
+
+    /// Requeues every DEAD delivery of an enabled endpoint, of every tenant (`ironclad requeue
+    /// --dead`), each audited as `actor`; answers how many. Deliveries of disabled endpoints
+    /// stay DEAD.
+    pub async fn webhook_requeue_all_dead(&self, actor: &str) -> StoreResult<u64> {
+        let requeued: i64 = sqlx::query_scalar(DELIVERY_REQUEUE_ALL_DEAD)
+            .bind(storable(actor).as_ref())
+            .bind(AuditEventType::WebhookRequeued.as_str())
+            .fetch_one(self.pool())
+            .await?;
+        Ok(u64::try_from(requeued).unwrap_or(0))
     }
 
     /// One endpoint's deliveries with their attempts, newest first; pass the last one's

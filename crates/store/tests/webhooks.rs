@@ -213,6 +213,46 @@ async fn the_budget_ends_in_dead_whether_the_last_attempt_failed_or_was_lost() -
         4,
         "every attempt logged, lost ones included"
     );
+
+    // `ironclad requeue --dead`: both DEAD ones due again with a fresh budget and audited; a
+    // DEAD delivery of another tenant's disabled endpoint stays DEAD; a second run finds none.
+    let other = store.create_tenant("b").await?;
+    let disabled = endpoint(store, other).await?;
+    store
+        .announce(note(other, "to a disabled endpoint"))
+        .await?;
+    store
+        .webhook_disable(other, disabled, "api_key:admin")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("endpoint not found"))?;
+    assert_eq!(store.webhook_requeue_all_dead("cli:ops").await?, 2);
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM webhook_deliveries
+             WHERE status = 'PENDING' AND requeued_by = 'cli:ops' AND max_attempts = attempts + 2"
+        )
+        .await?,
+        2
+    );
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM audit_events WHERE event_type = 'WEBHOOK_REQUEUED' AND actor = 'cli:ops'"
+        )
+        .await?,
+        2
+    );
+    assert_eq!(
+        count(
+            store,
+            "SELECT count(*) FROM webhook_deliveries WHERE status = 'DEAD'"
+        )
+        .await?,
+        1
+    );
+    assert_eq!(store.webhook_requeue_all_dead("cli:ops").await?, 0);
+    assert_eq!(store.webhook_claim_due(10, LOCK, 2).await?.len(), 2);
     db.drop_database().await;
     Ok(())
 }
