@@ -426,6 +426,8 @@ struct PhaseResult {
     recoveries: Vec<Option<report::Recovery>>,
     latency: Value,
     verify: Value,
+    /// `ironclad audit verify` after the phase: ok, events checked, awaiting seal.
+    audit: Value,
     load: Value,
     violations: Vec<String>,
     revived: Vec<String>,
@@ -451,6 +453,7 @@ impl PhaseResult {
             })).collect::<Vec<_>>(),
             "intake_to_decision": self.latency,
             "verify": self.verify,
+            "audit_chain": self.audit,
             "load": self.load,
             "violations": self.violations,
             "roles_revived": self.revived,
@@ -578,6 +581,12 @@ async fn phase(
     let verify: Value = serde_json::from_str(&verify_out).unwrap_or_else(
         |e| json!({"ok": false, "error": format!("unreadable verify output: {e}: {verify_out}")}),
     );
+    // The audit trail after the faults: dispatchers (which seal it) were killed and PostgreSQL
+    // stopped mid-run; every event must be in an unbroken chain.
+    let (_, audit_out) = cluster.cli(&["audit", "verify", "--json"]).await?;
+    let audit: Value = serde_json::from_str(&audit_out).unwrap_or_else(
+        |e| json!({"ok": false, "error": format!("unreadable audit verify output: {e}: {audit_out}")}),
+    );
     let damage = report::Damage::from_verify(&verify);
     let (rows, recoveries) = report::table(&db, &struck, &damage).await?;
     let latency = report::latency(&db).await?;
@@ -606,6 +615,13 @@ async fn phase(
             violations.push(format!("{name}: {e}"));
         }
     }
+    if audit["ok"] != Value::Bool(true) {
+        violations.push(format!(
+            "{name}: audit verify: {} problem(s): {}",
+            audit["problems"].as_array().map_or(0, Vec::len),
+            audit.get("error").unwrap_or(&audit["problems"])
+        ));
+    }
     violations.extend(
         outcome
             .replay_mismatches
@@ -629,6 +645,11 @@ async fn phase(
         recoveries,
         latency,
         verify,
+        audit: json!({
+            "ok": audit["ok"],
+            "events_checked": audit["events_checked"],
+            "events_awaiting_seal": audit["events_awaiting_seal"],
+        }),
         load: json!({
             "statuses": outcome.statuses,
             "retries": outcome.retries,

@@ -10,14 +10,14 @@ use ironclad_core::page::BBox;
 use ironclad_core::parse::Value;
 use ironclad_core::review::{Resolution, ReviewStatus};
 use ironclad_core::rules::{
-    evaluate, CaseFacts, CompiledRuleset, DocumentFacts, Evaluation, Evidence, FactInput,
+    evaluate, CaseFacts, CompiledRuleset, DocumentFacts, Evidence, FactInput,
 };
 use ironclad_core::DecisionStatus;
 use serde::Serialize;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::notify::{announce, Announcement};
+use crate::notify::{announce, notify_ctes, Announcement, WEBHOOK_MAX_ATTEMPTS};
 use crate::replay::{self, ActionAnswer, ActionError, ActionKey};
 use crate::{audit_trail, Store, StoreResult};
 
@@ -156,18 +156,29 @@ SELECT d.version, c.tenant_id, c.external_reference
 FROM decision d JOIN cases c ON c.id = d.case_id
 "#;
 
-const RULE_RESULTS_INSERT: &str = r#"
-INSERT INTO rule_results (decision_id, ordinal, rule_id, template, outcome, on_fail, message, "values")
-SELECT $1, r.ordinal, r.rule_id, r.template, r.outcome, r.on_fail, r.message, r.vals
-FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
-    AS r(ordinal, rule_id, template, outcome, on_fail, message, vals)
-"#;
-
-const REVIEW_OPEN: &str = r#"
-INSERT INTO reviews (id, tenant_id, case_id, decision_id, decision_version, decision_status,
-                     status, resolution, actor, actor_role, resolved_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $7 = 'RESOLVED' THEN now() END)
-"#;
+/// Everything a written decision brings, in one statement (one round trip): its rule results
+/// ($1 decision, $2–$8 one array per column), its review ($9 id, $10 tenant, $11 case, $12
+/// version, $13 decision status, $14 review status, $15 resolution, $16 actor and role), its
+/// audit event ($17 actor, $18 type, $19 data) and its notification with the deliveries ($20 id,
+/// $21 type, $22 dedup key, $23 data, $24 max attempts).
+const DECISION_RECORDS: &str = concat!(
+    r#"WITH results AS (
+    INSERT INTO rule_results (decision_id, ordinal, rule_id, template, outcome, on_fail, message, "values")
+    SELECT $1, r.ordinal, r.rule_id, r.template, r.outcome, r.on_fail, r.message, r.vals
+    FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
+        AS r(ordinal, rule_id, template, outcome, on_fail, message, vals)
+), review AS (
+    INSERT INTO reviews (id, tenant_id, case_id, decision_id, decision_version, decision_status,
+                         status, resolution, actor, actor_role, resolved_at)
+    VALUES ($9, $10, $11, $1, $12, $13, $14, $15, $16, $16,
+            CASE WHEN $14 = 'RESOLVED' THEN now() END)
+), audited AS (
+    INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data)
+    VALUES ($11, $10, $17, $18, $19)
+), "#,
+    notify_ctes!("$20", "$10", "$11", "$21", "$22", "$23", "$24"),
+    "\nSELECT count(*) FROM n"
+);
 
 /// Resolves an AWAITING_REVIEW case. $1 case, $2 resolution, $3 actor.
 pub(crate) const CASE_RESOLVE: &str = r#"
@@ -360,7 +371,6 @@ pub(crate) async fn decide(
     let Some((version, tenant, reference)) = written else {
         return Ok(None);
     };
-    insert_rule_results(tx, id, &evaluation).await?;
     let auto =
         evaluation.status == DecisionStatus::Ready && rules.ruleset.policy.auto_approve_ready;
     let (review_status, resolution, review_actor) = if auto {
@@ -372,34 +382,52 @@ pub(crate) async fn decide(
     } else {
         (ReviewStatus::Pending, None, None)
     };
-    sqlx::query(REVIEW_OPEN)
+    let about = serde_json::json!({
+        "case_id": case, "external_reference": reference, "decision_id": id,
+        "decision_version": version, "status": evaluation.status, "summary": evaluation.summary,
+    });
+    let r = &evaluation.results;
+    sqlx::query(DECISION_RECORDS)
+        .bind(id)
+        .bind((0..r.len() as i32).collect::<Vec<_>>())
+        .bind(r.iter().map(|x| x.rule_id.to_string()).collect::<Vec<_>>())
+        .bind(r.iter().map(|x| x.template.as_str()).collect::<Vec<_>>())
+        .bind(r.iter().map(|x| x.outcome.as_str()).collect::<Vec<_>>())
+        .bind(
+            r.iter()
+                .map(|x| x.on_fail.map(|o| o.as_str()))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            r.iter()
+                .map(|x| crate::storable(&x.message).into_owned())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            r.iter()
+                .map(|x| serde_json::to_value(&x.values).unwrap_or(serde_json::Value::Null))
+                .collect::<Vec<_>>(),
+        )
         .bind(Uuid::now_v7())
         .bind(tenant)
         .bind(case)
-        .bind(id)
         .bind(version)
         .bind(evaluation.status.as_str())
         .bind(review_status.as_str())
         .bind(resolution)
         .bind(review_actor)
-        .bind(review_actor)
+        .bind(crate::storable(actor).as_ref())
+        .bind(AuditEventType::DecisionGenerated.as_str())
+        .bind(serde_json::json!({"decision_id": id, "version": version, "status": evaluation.status,
+                                 "generation": generation, "origin": origin.as_str(),
+                                 "ruleset_id": rules.ruleset_id, "ruleset_version": rules.ruleset_version}))
+        .bind(Uuid::now_v7())
+        .bind(NotificationType::for_decision(evaluation.status).as_str())
+        .bind(format!("case:{case}:decision:{version}"))
+        .bind(about.clone())
+        .bind(WEBHOOK_MAX_ATTEMPTS)
         .execute(&mut **tx)
         .await?;
-    let about = serde_json::json!({
-        "case_id": case, "external_reference": reference, "decision_id": id,
-        "decision_version": version, "status": evaluation.status, "summary": evaluation.summary,
-    });
-    announce(
-        tx,
-        Announcement {
-            tenant,
-            case: Some(case),
-            kind: NotificationType::for_decision(evaluation.status),
-            dedup_key: format!("case:{case}:decision:{version}"),
-            data: about.clone(),
-        },
-    )
-    .await?;
     if auto {
         sqlx::query(CASE_RESOLVE)
             .bind(case)
@@ -420,21 +448,6 @@ pub(crate) async fn decide(
             },
         )
         .await?;
-    }
-    // Audit events last: appending one takes the tenant's chain head until commit, so the
-    // later it comes, the less the tenant's other writers wait.
-    audit_trail::record(
-        tx,
-        tenant,
-        Some(case),
-        actor,
-        AuditEventType::DecisionGenerated,
-        serde_json::json!({"decision_id": id, "version": version, "status": evaluation.status,
-                           "generation": generation, "origin": origin.as_str(),
-                           "ruleset_id": rules.ruleset_id, "ruleset_version": rules.ruleset_version}),
-    )
-    .await?;
-    if auto {
         audit_trail::record(
             tx,
             tenant,
@@ -452,38 +465,6 @@ pub(crate) async fn decide(
         status: evaluation.status,
         auto_resolved: auto,
     }))
-}
-
-async fn insert_rule_results(
-    tx: &mut Transaction<'_, Postgres>,
-    decision: Uuid,
-    evaluation: &Evaluation,
-) -> Result<(), sqlx::Error> {
-    let r = &evaluation.results;
-    let values: Vec<serde_json::Value> = r
-        .iter()
-        .map(|x| serde_json::to_value(&x.values).unwrap_or(serde_json::Value::Null))
-        .collect();
-    sqlx::query(RULE_RESULTS_INSERT)
-        .bind(decision)
-        .bind((0..r.len() as i32).collect::<Vec<_>>())
-        .bind(r.iter().map(|x| x.rule_id.to_string()).collect::<Vec<_>>())
-        .bind(r.iter().map(|x| x.template.as_str()).collect::<Vec<_>>())
-        .bind(r.iter().map(|x| x.outcome.as_str()).collect::<Vec<_>>())
-        .bind(
-            r.iter()
-                .map(|x| x.on_fail.map(|o| o.as_str()))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            r.iter()
-                .map(|x| crate::storable(&x.message).into_owned())
-                .collect::<Vec<_>>(),
-        )
-        .bind(values)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }
 
 /// The frozen record of what a decision saw: a report of this version is built from it alone.

@@ -11,21 +11,35 @@ use uuid::Uuid;
 /// Attempts per webhook delivery before it is DEAD (an admin may requeue it).
 pub const WEBHOOK_MAX_ATTEMPTS: i32 = 8;
 
-/// Inserts the notification unless its dedup key exists, and one PENDING delivery per active
-/// endpoint of the tenant. Returns the new notification's id (`None`: already announced).
-const NOTIFY: &str = r#"
-WITH n AS (
+/// The CTEs `n` (the notification, unless its dedup key exists; `RETURNING id, tenant_id`) and
+/// `deliveries` (one PENDING delivery per active endpoint of the tenant), with the statement's
+/// placeholders for id, tenant, case, type, dedup key, data and max attempts. Shared by
+/// [`NOTIFY`] and the statements that announce as part of a larger write.
+macro_rules! notify_ctes {
+    ($id:literal, $tenant:literal, $case:literal, $kind:literal, $key:literal, $data:literal, $max:literal) => {
+        concat!(
+            "n AS (
     INSERT INTO notifications (id, tenant_id, case_id, type, dedup_key, data)
-    VALUES ($1, $2, $3, $4, $5, $6)
+    VALUES (", $id, ", ", $tenant, ", ", $case, ", ", $kind, ", ", $key, ", ", $data, ")
     ON CONFLICT (tenant_id, dedup_key) DO NOTHING
     RETURNING id, tenant_id
 ), deliveries AS (
     INSERT INTO webhook_deliveries (id, tenant_id, notification_id, endpoint_id, status, max_attempts)
-    SELECT gen_random_uuid(), n.tenant_id, n.id, e.id, 'PENDING', $7
+    SELECT gen_random_uuid(), n.tenant_id, n.id, e.id, 'PENDING', ", $max, "
     FROM n JOIN webhook_endpoints e ON e.tenant_id = n.tenant_id AND e.disabled_at IS NULL
-)
-SELECT id FROM n
-"#;
+)"
+        )
+    };
+}
+pub(crate) use notify_ctes;
+
+/// Inserts the notification unless its dedup key exists, and one PENDING delivery per active
+/// endpoint of the tenant. Returns the new notification's id (`None`: already announced).
+const NOTIFY: &str = concat!(
+    "WITH ",
+    notify_ctes!("$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+    "\nSELECT id FROM n"
+);
 
 /// One thing to announce.
 #[derive(Debug, Clone)]
