@@ -55,7 +55,7 @@ impl AuditSealer {
                     failures = failures.saturating_add(1);
                     metrics::counter!(m::AUDIT_SEAL_FAILURES_TOTAL).increment(1);
                     tracing::warn!(error = %err, "audit sealing failed; retrying");
-                    Duration::from_millis(200u64.saturating_mul(1 << failures.min(5)))
+                    crate::retry_backoff(failures)
                 }
             };
             if !wait.is_zero() && pause(&shutdown, wait).await {

@@ -27,6 +27,12 @@ pub use reconciler::Reconciler;
 pub use webhooks::Deliverer;
 pub use worker::Worker;
 
+/// How long a role's loop waits after its `failures`-th failure in a row: 0.4 s, doubling, at
+/// most 6.4 s (PostgreSQL or Redis down is a delay, and the loop keeps asking).
+pub(crate) fn retry_backoff(failures: u32) -> std::time::Duration {
+    std::time::Duration::from_millis(200u64.saturating_mul(1 << failures.min(5)))
+}
+
 /// Waits for `d` or until shutdown; returns true when shutting down.
 pub(crate) async fn pause(
     shutdown: &tokio_util::sync::CancellationToken,

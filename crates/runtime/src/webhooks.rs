@@ -479,7 +479,7 @@ impl Deliverer {
                 Err(err) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(error = %err, "webhook deliverer tick failed");
-                    Duration::from_millis(200u64.saturating_mul(1 << failures.min(5)))
+                    crate::retry_backoff(failures)
                 }
             };
             if !wait.is_zero() && pause(&shutdown, wait).await {

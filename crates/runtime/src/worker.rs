@@ -629,12 +629,7 @@ impl Worker {
                 Err(err) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(error = %err, "reading the stream failed");
-                    if pause(
-                        &shutdown,
-                        Duration::from_millis(200u64.saturating_mul(1 << failures.min(5))),
-                    )
-                    .await
-                    {
+                    if pause(&shutdown, crate::retry_backoff(failures)).await {
                         break;
                     }
                     continue;

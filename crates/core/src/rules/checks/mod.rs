@@ -195,7 +195,7 @@ impl<'a> Case<'a> {
     }
 
     /// What each document of type `t` says for `field`.
-    pub fn observe<'s>(&'s self, t: &'s Name, field: &Name) -> Observations<'s>
+    pub fn observe<'s>(&'s self, t: &'s Name, field: &Name) -> Vec<Observed<'s>>
     where
         'a: 's,
     {
@@ -203,12 +203,12 @@ impl<'a> Case<'a> {
     }
 
     /// What each document of the types `types` says for `field`, type by type.
-    pub fn observe_types<'s>(&'s self, types: &[Name], field: &Name) -> Observations<'s>
+    pub fn observe_types<'s>(&'s self, types: &[Name], field: &Name) -> Vec<Observed<'s>>
     where
         'a: 's,
     {
         // One allocation, never grown: a case has at most `docs.len()` documents of the types.
-        let mut observed = Observations::with_capacity(self.docs.len());
+        let mut observed = Vec::with_capacity(self.docs.len());
         for t in types {
             observed.extend(self.of_type(t).map(|(i, doc)| self.read(i, doc, field)));
         }
@@ -306,9 +306,6 @@ enum SlotRef<'s> {
     Kept(&'s Slot<'s>),
     Own(Rc<Slot<'s>>),
 }
-
-/// The readings one rule looks at.
-pub(crate) type Observations<'a> = Vec<Observed<'a>>;
 
 /// One document's reading of one field.
 #[derive(Clone)]
@@ -494,12 +491,12 @@ impl DocName<'_> {
         );
         if first >= last {
             out.push_str(", p. ");
-            push_number(out, first);
+            push_number(out, u64::from(first));
         } else {
             out.push_str(", pp. ");
-            push_number(out, first);
+            push_number(out, u64::from(first));
             out.push('–');
-            push_number(out, last);
+            push_number(out, u64::from(last));
         }
         out.push(')');
     }
@@ -514,8 +511,8 @@ impl fmt::Display for DocName<'_> {
 }
 
 /// Appends `n` in decimal.
-pub(crate) fn push_number(out: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
+fn push_number(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
         i -= 1;
@@ -549,7 +546,7 @@ pub(crate) fn listing<T: Piece>(items: impl IntoIterator<Item = T>, sep: &str) -
     }
     if n > LISTED {
         out.push_str(" and ");
-        push_number(&mut out, u32::try_from(n - LISTED).unwrap_or(u32::MAX));
+        (n - LISTED).push_to(&mut out);
         out.push_str(" more");
     }
     out
@@ -582,7 +579,8 @@ impl Piece for Name {
 
 impl Piece for usize {
     fn push_to(&self, out: &mut String) {
-        push_number(out, u32::try_from(*self).unwrap_or(u32::MAX));
+        // usize is at most 64 bits wide on every target Rust supports.
+        push_number(out, *self as u64);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{listing, push, push_number, Case, Observations, Observed, Verdict};
+use super::{listing, push, Case, Observed, Piece, Verdict};
 use crate::rules::names::Name;
 use crate::rules::RuleOutcome;
 
@@ -33,7 +33,7 @@ pub(super) fn required_document(case: &Case<'_>, types: &[Name], min_count: u32)
             push(move |out| {
                 out.push_str(t);
                 out.push_str(" ×");
-                push_number(out, u32::try_from(n).unwrap_or(u32::MAX));
+                n.push_to(out);
             })
         });
         (RuleOutcome::Pass, text!("present: ", listing(listed, ", ")))
@@ -44,7 +44,7 @@ pub(super) fn required_document(case: &Case<'_>, types: &[Name], min_count: u32)
 /// Fails when a document of the type lacks a value; asks for review when a value is
 /// ambiguous or below the floor; not applicable without a document of the type.
 pub(super) fn field_required(case: &Case<'_>, t: &Name, fields: &[Name]) -> Verdict {
-    let mut observed = Observations::with_capacity(case.of_type(t).count() * fields.len());
+    let mut observed = Vec::with_capacity(case.of_type(t).count() * fields.len());
     for (i, doc) in case.of_type(t) {
         observed.extend(fields.iter().map(|f| case.read(i, doc, f)));
     }
