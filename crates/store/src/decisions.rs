@@ -127,24 +127,25 @@ WHERE s.case_id = $1 AND s.generation = $2 AND s.active
 ORDER BY s.source_id, s.ordinal, f.field
 "#;
 
-const CASE_SOURCES_FOR_SNAPSHOT: &str = r#"
-SELECT coalesce(json_agg(json_build_object('id', id, 'filename', filename, 'sha256', sha256,
-       'media_type', media_type, 'size_bytes', size_bytes, 'pages', pages) ORDER BY created_at, id), '[]')
-FROM sources WHERE case_id = $1
-"#;
-
 /// Inserts the decision under the case's next version and moves the case to AWAITING_REVIEW
 /// (DECISION_GENERATED is recorded last, see [`decide`]). A finalize decision exists once per generation (a rerun finds
 /// it and writes nothing). $1 case, $2 generation, $3 id, $4 status, $5 summary, $6 ruleset id,
-/// $7 ruleset version, $8 snapshot, $9 origin, $10 actor, $11 rules source, $12 statuses the
-/// case may be decided from.
+/// $7 ruleset version, $8 snapshot (the case's sources are added here, saving a round trip),
+/// $9 origin, $10 actor, $11 rules source, $12 statuses the case may be decided from.
 const DECISION_WRITE: &str = r#"
 WITH decision AS (
     INSERT INTO decisions (id, case_id, generation, version, status, summary, ruleset_id,
                            ruleset_version, evidence, origin, decided_by, rules_source, workflow_id)
     SELECT $3, c.id, $2,
            (SELECT coalesce(max(version), 0) + 1 FROM decisions WHERE case_id = $1),
-           $4, $5, $6, $7, $8, $9, $10, $11, c.workflow_id
+           $4, $5, $6, $7,
+           $8::jsonb || jsonb_build_object('sources', (
+               SELECT coalesce(jsonb_agg(jsonb_build_object('id', s.id, 'filename', s.filename,
+                          'sha256', s.sha256, 'media_type', s.media_type,
+                          'size_bytes', s.size_bytes, 'pages', s.pages)
+                      ORDER BY s.created_at, s.id), '[]')
+               FROM sources s WHERE s.case_id = $1)),
+           $9, $10, $11, c.workflow_id
     FROM cases c WHERE c.id = $1 AND c.generation = $2 AND c.status = ANY($12)
     ON CONFLICT (case_id, generation) WHERE origin = 'finalize' DO NOTHING
     RETURNING id, case_id, version, status
@@ -342,11 +343,7 @@ pub(crate) async fn decide(
 ) -> Result<Option<WrittenDecision>, sqlx::Error> {
     let facts = generation_facts(tx, case, generation).await?;
     let evaluation = evaluate(rules.ruleset, &facts);
-    let sources: serde_json::Value = sqlx::query_scalar(CASE_SOURCES_FOR_SNAPSHOT)
-        .bind(case)
-        .fetch_one(&mut **tx)
-        .await?;
-    let snapshot = snapshot(generation, rules, &facts, sources);
+    let snapshot = snapshot(generation, rules, &facts);
     let id = Uuid::now_v7();
     let statuses: Vec<String> = origin
         .decides_from()
@@ -468,12 +465,8 @@ pub(crate) async fn decide(
 }
 
 /// The frozen record of what a decision saw: a report of this version is built from it alone.
-fn snapshot(
-    generation: i32,
-    rules: &RulesApplied<'_>,
-    facts: &CaseFacts,
-    sources: serde_json::Value,
-) -> serde_json::Value {
+/// DECISION_WRITE adds the case's sources to it.
+fn snapshot(generation: i32, rules: &RulesApplied<'_>, facts: &CaseFacts) -> serde_json::Value {
     serde_json::json!({
         "generation": generation,
         "rules": {
@@ -483,7 +476,6 @@ fn snapshot(
             "policy": rules.ruleset.policy,
             "rules": rules.ruleset.rules.iter().map(|r| &r.spec).collect::<Vec<_>>(),
         },
-        "sources": sources,
         "documents": facts.documents,
     })
 }

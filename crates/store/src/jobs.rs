@@ -339,19 +339,23 @@ impl Store {
             .await?;
         if let Some((id, case_id, source_id, kind, generation, attempt, max_attempts, budget)) = row
         {
-            if let Err(err) = sqlx::query(CASE_STARTED)
-                .bind(case_id)
-                .execute(self.pool())
-                .await
-            {
-                // Only the case's display status is behind; the claim stands.
-                tracing::debug!(case_id = %case_id, error = %err, "case not marked PROCESSING");
+            let kind: JobKind = kind.parse()?;
+            // A finalize job's case was marked by its sources' claims: one statement saved per case.
+            if kind == JobKind::ProcessSource {
+                if let Err(err) = sqlx::query(CASE_STARTED)
+                    .bind(case_id)
+                    .execute(self.pool())
+                    .await
+                {
+                    // Only the case's display status is behind; the claim stands.
+                    tracing::debug!(case_id = %case_id, error = %err, "case not marked PROCESSING");
+                }
             }
             return Ok(ClaimOutcome::Claimed(ClaimedJob {
                 id: JobId(id),
                 case_id: CaseId(case_id),
                 source_id: source_id.map(SourceId),
-                kind: kind.parse()?,
+                kind,
                 generation,
                 attempt,
                 max_attempts,
