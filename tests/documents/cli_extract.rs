@@ -77,3 +77,69 @@ fn extract_reads_a_pipe() {
         "packing_list"
     );
 }
+
+/// Leptonica's refusals inside Tesseract (`Error in pixScanForForeground: invalid box`) are a
+/// page's diagnostics, not the user's concern: off the terminal by default, in the log at debug
+/// level (target `leptonica`) when asked for.
+#[test]
+fn leptonica_messages_go_to_the_debug_log_not_the_terminal() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pages/speckled.png");
+    let run = |log: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
+            .args(["extract", "--json"])
+            .arg(&page)
+            .env("RUST_LOG", log)
+            .output()
+            .expect("ironclad runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "the page still reads\n{stderr}");
+        stderr
+    };
+    let quiet = run("warn");
+    assert!(
+        !quiet.contains("Error in"),
+        "Leptonica reached the terminal:\n{quiet}"
+    );
+    let logged = run("warn,leptonica=debug");
+    assert!(
+        logged.contains("pixScanForForeground") && logged.contains("leptonica"),
+        "the message is in the debug log:\n{logged}"
+    );
+}
+
+/// A title with a stray mark after it (`BILL OF LADING —`, a rule read as `|`) still counts
+/// as the title: the page gets the full score, as its clean scan does.
+#[test]
+fn a_title_with_stray_marks_still_counts() {
+    let pages = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pages");
+    for (file, doc_type, stray) in [
+        ("title-dash-bill-of-lading.png", "bill_of_lading", "—"),
+        ("title-dash-packing-list.png", "packing_list", "—"),
+        (
+            "title-rule-commercial-invoice.png",
+            "commercial_invoice",
+            "|",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
+            .args(["extract", "--json"])
+            .arg(pages.join(file))
+            .output()
+            .expect("ironclad runs");
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let words = report["pages"][0]["words"].as_array().expect("words");
+        assert!(
+            words.iter().any(|w| w["text"] == stray),
+            "{file}: OCR no longer reads the stray {stray:?}, so this page tests nothing"
+        );
+        let page = &report["analysis"]["pages"][0];
+        assert_eq!(page["doc_type"], doc_type, "{file}: {page}");
+        assert_eq!(page["confidence"], 1.0, "{file}: title not counted: {page}");
+        assert_eq!(page["first_page"], true, "{file}: {page}");
+    }
+}

@@ -9,8 +9,9 @@
 use ironclad_core::page::PageText;
 use serde::{Deserialize, Serialize};
 
+use crate::fuzzy::{self, Phrase};
 use crate::layout::PageLayout;
-use crate::workflow::{CompiledType, Workflow};
+use crate::workflow::{CompiledKeyword, CompiledType, Workflow};
 
 /// One page's classification.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,13 +43,14 @@ pub(crate) fn classify_layout(
     layout: &PageLayout<'_>,
 ) -> PageClass {
     let text = layout.folded().as_str();
+    let page = PageForms::new(text);
     let mut scored: Vec<(String, f64, &CompiledType, f64, f64)> = workflow
         .types()
         .map(|(spec, compiled)| {
             let r = &spec.recognition;
             (
                 spec.id.clone(),
-                score(compiled, text),
+                score(compiled, &page),
                 compiled,
                 r.min_score,
                 r.margin,
@@ -88,7 +90,11 @@ pub(crate) fn classify_layout(
             ));
         }
     }
-    let first_page = compiled.first_page.iter().any(|re| re.is_match(text))
+    let titled = compiled.keywords.iter().any(|k| match k {
+        CompiledKeyword::Title(title, _) => has_title(compiled, &page, title),
+        _ => false,
+    });
+    let first_page = (titled || compiled.first_page.iter().any(|re| re.is_match(text)))
         && !compiled.continuation.iter().any(|re| re.is_match(text));
     PageClass {
         page: index,
@@ -100,14 +106,48 @@ pub(crate) fn classify_layout(
     }
 }
 
+/// The forms of one page's folded text that keywords are looked for in.
+struct PageForms<'t> {
+    text: &'t str,
+    /// The whole page's skeleton ([`fuzzy::skeleton`]).
+    skeleton: Vec<u8>,
+}
+
+impl<'t> PageForms<'t> {
+    fn new(text: &'t str) -> Self {
+        PageForms {
+            text,
+            skeleton: fuzzy::skeleton(text),
+        }
+    }
+}
+
+/// Whether a line of the page ends with `title`, once the type's continuation markers are taken off
+/// it (`Commercial invoice (continued)` still shows the invoice's title).
+fn has_title(compiled: &CompiledType, page: &PageForms<'_>, title: &Phrase) -> bool {
+    page.text.lines().any(|line| {
+        let mut line = line.to_owned();
+        for marker in &compiled.continuation {
+            line = marker.replace_all(&line, " ").into_owned();
+        }
+        title.ends_line(&fuzzy::skeleton(&line))
+    })
+}
+
 /// Sum of the weights of the keywords found (each counted once), clamped to `[0, 1]` and
 /// rounded to three decimals so that reported scores and margin checks agree exactly.
-fn score(compiled: &CompiledType, folded_text: &str) -> f64 {
+fn score(compiled: &CompiledType, page: &PageForms<'_>) -> f64 {
     let sum: f64 = compiled
         .keywords
         .iter()
-        .filter(|(re, _)| re.is_match(folded_text))
-        .map(|(_, w)| w)
+        .filter(|k| match k {
+            CompiledKeyword::Pattern(re, _) => re.is_match(page.text),
+            CompiledKeyword::Phrase(re, phrase, _) => {
+                re.is_match(page.text) || phrase.found_in(&page.skeleton)
+            }
+            CompiledKeyword::Title(title, _) => has_title(compiled, page, title),
+        })
+        .map(CompiledKeyword::weight)
         .sum();
     // `+ 0.0` turns the empty sum's -0.0 into 0.0, which reads better in JSON.
     (sum.clamp(0.0, 1.0) * 1000.0).round() / 1000.0 + 0.0
@@ -229,6 +269,74 @@ document_types:
         let c = classify_page(&Workflow::from_yaml(&yaml).unwrap(), &page);
         assert_eq!(c.scores[0], ("packing_list".to_owned(), 0.3));
         assert_eq!(c.doc_type, None);
+    }
+
+    const TITLED: &str = r#"
+name: t
+version: 1
+document_types:
+  - id: bill_of_lading
+    title: Bill of lading
+    recognition:
+      keywords:
+        - {text: bill of lading, title: true, weight: 0.5}
+        - {text: notify party, weight: 0.2}
+      min_score: 0.5
+      continuation: ['\(continued\)']
+  - id: invoice
+    title: Invoice
+    recognition:
+      keywords:
+        - {text: commercial invoice, title: true, weight: 0.6}
+      continuation: ['\(continued\)']
+"#;
+
+    #[test]
+    fn a_noisy_title_still_names_the_page_and_starts_a_document() {
+        let wf = Workflow::from_yaml(TITLED).unwrap();
+        for title in [
+            "BILL OF LADING",
+            "Bill of Lading —",
+            "| Bill of Lading |",
+            "BILLOF LADING",
+            "Bill of Lad ing",
+            "Bi11 of Lading",
+            "OCEAN NETWORK EXPRESS BILL OF LADING",
+        ] {
+            let c = classify_page(&wf, &grid_page(&[title, "Shipper: ACME"], 1.0));
+            assert_eq!(c.doc_type.as_deref(), Some("bill_of_lading"), "{title}");
+            assert!(c.first_page, "{title}");
+        }
+        // A reference to a bill of lading is not its title.
+        let c = classify_page(&wf, &grid_page(&["Bill of lading: MSCU1234567"], 1.0));
+        assert_eq!(c.doc_type, None);
+        // The title of a continuation page still names it, without starting a document.
+        let c = classify_page(
+            &wf,
+            &grid_page(&["COMMERCIAL INVOICE (continued)", "Total"], 1.0),
+        );
+        assert_eq!(c.doc_type.as_deref(), Some("invoice"));
+        assert!(!c.first_page);
+    }
+
+    #[test]
+    fn joined_words_still_count_for_a_phrase() {
+        let wf = Workflow::from_yaml(TITLED).unwrap();
+        let c = classify_page(&wf, &grid_page(&["BILL OF LADING", "NOTIFYPARTY"], 1.0));
+        assert_eq!(c.scores[0], ("bill_of_lading".to_owned(), 0.7));
+    }
+
+    #[test]
+    fn a_title_must_be_text() {
+        let yaml = TITLED.replace(
+            "{text: notify party, weight: 0.2}",
+            "{regex: 'notify', title: true, weight: 0.2}",
+        );
+        let Err(err) = Workflow::from_yaml(&yaml) else {
+            panic!("a regex title is refused");
+        };
+        let err = err.to_string();
+        assert!(err.contains("keywords[1].title"), "{err}");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 
 pub mod classify;
 pub mod extract;
+mod fuzzy;
 pub mod invoice2data;
 mod layout;
 pub mod normalize;

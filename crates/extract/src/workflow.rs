@@ -18,6 +18,7 @@ use ironclad_core::rules::{CompiledRuleset, RulesetSpec, Schema};
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::fuzzy::{self, Phrase};
 use crate::normalize::{fold_pattern, fold_str};
 
 /// Bounds on what a workflow file may ask for. A workflow is tenant input: without bounds,
@@ -136,6 +137,12 @@ pub struct KeywordSpec {
     /// A regular expression (Rust `regex` syntax), matched on the folded page text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
+    /// The `text` is the document's title: found only at the end of a line (a carrier's name
+    /// may come before it, a reference number may not follow it), with stray rule marks,
+    /// joined or split words and a few OCR slips tolerated (`| BILLOF LAD1NG —`). A page
+    /// showing its title is a first page, unless a continuation marker vetoes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub title: bool,
     /// In `[-1, 1]`; negative weights count against the type.
     #[serde(default = "default_weight")]
     pub weight: f64,
@@ -245,11 +252,36 @@ pub struct Workflow {
 
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledType {
-    pub keywords: Vec<(Regex, f64)>,
+    pub keywords: Vec<CompiledKeyword>,
     pub first_page: Vec<Regex>,
     pub continuation: Vec<Regex>,
     pub fields: Vec<CompiledField>,
 }
+
+/// One piece of recognition evidence, ready to be looked for on a page.
+#[derive(Debug, Clone)]
+pub(crate) enum CompiledKeyword {
+    /// A `regex:` keyword, or a `text:` phrase too short to be told apart without word
+    /// boundaries (`eori`): matched as a regex on the folded text.
+    Pattern(Regex, f64),
+    /// A `text:` phrase: its whole-word regex, or its letters in order whatever the spaces
+    /// and stray marks between them (`notifyparty`, `notify | party`).
+    Phrase(Regex, Phrase, f64),
+    /// A `title: true` phrase, looked for line by line.
+    Title(Phrase, f64),
+}
+
+impl CompiledKeyword {
+    pub fn weight(&self) -> f64 {
+        match self {
+            Self::Pattern(_, w) | Self::Phrase(_, _, w) | Self::Title(_, w) => *w,
+        }
+    }
+}
+
+/// Shortest phrase (letters and digits) also matched without word boundaries: below it, a
+/// phrase hides inside too many longer words.
+const MIN_SPACELESS_PHRASE: usize = 6;
 
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledField {
@@ -478,15 +510,45 @@ impl Validator {
             if !(kw.weight.is_finite() && (-1.0..=1.0).contains(&kw.weight) && kw.weight != 0.0) {
                 self.issue(format!("{kpath}.weight"), "must be in [-1, 1] and not 0");
             }
-            let re = match (&kw.text, &kw.regex) {
-                (Some(text), None) => self.phrase(&format!("{kpath}.text"), text),
-                (None, Some(pattern)) => self.marker(&format!("{kpath}.regex"), pattern),
+            let w = kw.weight;
+            let compiled = match (&kw.text, &kw.regex, kw.title) {
+                (Some(text), None, true) => {
+                    let folded = fold_str(text);
+                    let phrase = Phrase::new(&folded, Phrase::title_tolerance(&folded));
+                    if phrase.is_none() {
+                        self.issue(
+                            format!("{kpath}.text"),
+                            format!("a title needs 1 to {} letters or digits", fuzzy::MAX_PHRASE),
+                        );
+                    }
+                    phrase.map(|p| CompiledKeyword::Title(p, w))
+                }
+                (Some(text), None, false) => {
+                    let re = self.phrase(&format!("{kpath}.text"), text);
+                    let folded = fold_str(text);
+                    let spaceless = Phrase::new(&folded, 0)
+                        .filter(|_| fuzzy::skeleton(&folded).len() >= MIN_SPACELESS_PHRASE);
+                    re.map(|re| match spaceless {
+                        Some(p) => CompiledKeyword::Phrase(re, p, w),
+                        None => CompiledKeyword::Pattern(re, w),
+                    })
+                }
+                (None, Some(_), true) => {
+                    self.issue(
+                        format!("{kpath}.title"),
+                        "a title is a `text`, not a `regex`",
+                    );
+                    None
+                }
+                (None, Some(pattern), false) => self
+                    .marker(&format!("{kpath}.regex"), pattern)
+                    .map(|re| CompiledKeyword::Pattern(re, w)),
                 _ => {
                     self.issue(kpath, "set exactly one of `text` or `regex`");
                     None
                 }
             };
-            keywords.extend(re.map(|re| (re, kw.weight)));
+            keywords.extend(compiled);
         }
         let markers = |v: &mut Self, name: &str, list: &[String]| -> Vec<Regex> {
             v.count(&format!("{rpath}.{name}"), list.len(), limits::MAX_MARKERS);

@@ -10,8 +10,9 @@ use crate::text_clean::word_text;
 use ironclad_core::page::{BBox, Word};
 use leptess::capi;
 use std::ffi::{CStr, CString};
-use std::os::raw::c_int;
+use std::os::raw::{c_char, c_int};
 use std::ptr::NonNull;
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// One initialized Tesseract engine.
@@ -30,6 +31,25 @@ impl Drop for Tess {
     }
 }
 
+/// Leptonica prints what it refuses (`Error in pixScanForForeground: invalid box` on a speckled
+/// page, from inside Tesseract's layout analysis) to stderr, where a user reads it as Ironclad's
+/// own failure. They are diagnostics of a page that still reads: sent to the log at debug level
+/// instead (target `leptonica`). The handler is process-wide, in the shared library.
+fn route_leptonica_messages() {
+    static ROUTED: Once = Once::new();
+    // SAFETY: the handler is a plain function that lives as long as the process.
+    ROUTED.call_once(|| unsafe { capi::leptSetStderrHandler(Some(leptonica_message)) });
+}
+
+unsafe extern "C" fn leptonica_message(message: *const c_char) {
+    if message.is_null() {
+        return;
+    }
+    // SAFETY: Leptonica passes a NUL-terminated string valid for the call.
+    let text = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+    tracing::debug!(target: "leptonica", "{}", text.trim_end());
+}
+
 /// How a recognition ended.
 pub(crate) enum Recognized {
     /// Words in reading order; empty for a blank page.
@@ -46,6 +66,7 @@ impl Tess {
         oem: capi::TessOcrEngineMode,
         psm: capi::TessPageSegMode,
     ) -> Result<Tess, String> {
+        route_leptonica_messages();
         let lang =
             CString::new(languages).map_err(|_| format!("invalid language list {languages:?}"))?;
         // SAFETY: plain constructor; null means allocation failure.

@@ -1,0 +1,203 @@
+//! Phrases found despite OCR noise: stray rule marks (`| Shipper`, `Bill of Lading —`), joined
+//! or split words (`BILLOF LADING`, `Bill of Lad ing`) and letter slips (`Bi11 of Lading`).
+//!
+//! Both the phrase and the text are reduced to a *skeleton*: letters and digits only (spaces and
+//! punctuation dropped, which absorbs stray marks and joined or split words), with the glyphs
+//! OCR confuses most mapped to one class (`0`/`o`, `1`/`l`/`i`, `5`/`s`, `8`/`b`). The phrase's
+//! skeleton is then searched for in the text's with at most `tolerance` edits (Myers'
+//! bit-parallel approximate matching: one pass over the text per phrase, whatever the
+//! tolerance), so finding a phrase costs about as much as a regex scan.
+
+/// A text reduced for matching: see the module documentation. Input is folded text
+/// ([`crate::normalize::fold`]: lower case, no accents).
+pub(crate) fn skeleton(folded: &str) -> Vec<u8> {
+    folded
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .map(|c| match c {
+            '0' => b'o',
+            '1' | 'i' => b'l',
+            '5' => b's',
+            '8' => b'b',
+            c if c.is_ascii() => c as u8,
+            // Letters outside ASCII (after folding: ß, ø, Greek, Cyrillic…) are kept as one
+            // class: they still count as characters, so lengths and distances stay honest.
+            _ => NON_ASCII,
+        })
+        .collect()
+}
+
+const NON_ASCII: u8 = 0xFF;
+
+/// Longest phrase skeleton searched approximately (one machine word of pattern bits).
+pub(crate) const MAX_PHRASE: usize = 64;
+
+/// A phrase ready to be searched for in skeletons.
+#[derive(Debug, Clone)]
+pub(crate) struct Phrase {
+    len: usize,
+    /// For each byte, the positions in the phrase where it occurs (bit i = position i).
+    positions: Box<[u64; 256]>,
+    tolerance: u32,
+}
+
+impl Phrase {
+    /// `None` when the phrase has no letter or digit, or its skeleton is longer than
+    /// [`MAX_PHRASE`].
+    pub fn new(folded: &str, tolerance: u32) -> Option<Phrase> {
+        let pattern = skeleton(folded);
+        if pattern.is_empty() || pattern.len() > MAX_PHRASE {
+            return None;
+        }
+        let mut positions = Box::new([0u64; 256]);
+        for (i, &b) in pattern.iter().enumerate() {
+            positions[usize::from(b)] |= 1 << i;
+        }
+        Some(Phrase {
+            len: pattern.len(),
+            positions,
+            tolerance,
+        })
+    }
+
+    /// Edits allowed: none up to 5 characters, then one per 6 (`bill of lading`, 12: two),
+    /// at most three — few enough that a title never turns into another word of the trade.
+    pub fn title_tolerance(folded: &str) -> u32 {
+        let n = skeleton(folded).len();
+        u32::try_from((n / 6).min(3)).unwrap_or(3)
+    }
+
+    /// For each position of `text`, the fewest edits that turn the phrase into a part of
+    /// `text` ending there.
+    fn distances<'t>(&'t self, text: &'t [u8]) -> impl Iterator<Item = u32> + 't {
+        // Myers (1999) as formulated by Hyyrö: column j of the edit-distance matrix kept as
+        // bit vectors of vertical +1/-1 deltas. The top row is all zero (a match may start
+        // anywhere in the text), so no carry enters the horizontal deltas.
+        let high = 1u64 << (self.len - 1);
+        let (mut pv, mut mv) = (u64::MAX, 0u64);
+        let mut score = self.len as u32;
+        text.iter().map(move |&b| {
+            let eq = self.positions[usize::from(b)];
+            let xv = eq | mv;
+            let xh = ((eq & pv).wrapping_add(pv) ^ pv) | eq;
+            let ph = mv | !(xh | pv);
+            let mh = pv & xh;
+            if ph & high != 0 {
+                score += 1;
+            } else if mh & high != 0 {
+                score -= 1;
+            }
+            let (ph, mh) = (ph << 1, mh << 1);
+            pv = mh | !(xv | ph);
+            mv = ph & xv;
+            score
+        })
+    }
+
+    /// The fewest edits that turn the phrase into some part of `text`.
+    pub fn distance_in(&self, text: &[u8]) -> u32 {
+        self.distances(text).min().unwrap_or(self.len as u32)
+    }
+
+    /// Whether some part of `text` is within the phrase's tolerance.
+    pub fn found_in(&self, text: &[u8]) -> bool {
+        self.distance_in(text) <= self.tolerance
+    }
+
+    /// Whether `line` ends with the phrase, within tolerance, followed by at most
+    /// [`TRAILING_STRAYS`] characters (an `l` or `I` that a table rule became). What comes
+    /// before it is free (`ACME LINES   BILL OF LADING`, a carrier's name); a line that goes on
+    /// (`Bill of lading: 1234`, a reference) does not show the title.
+    pub fn ends_line(&self, line: &[u8]) -> bool {
+        let from = line.len().saturating_sub(TRAILING_STRAYS + 1);
+        self.distances(line)
+            .skip(from)
+            .min()
+            .is_some_and(|d| d <= self.tolerance)
+    }
+}
+
+/// Characters allowed after a title on its line.
+const TRAILING_STRAYS: usize = 2;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalize::fold_str;
+    use proptest::prelude::*;
+
+    fn sk(text: &str) -> Vec<u8> {
+        skeleton(&fold_str(text))
+    }
+
+    /// The textbook edit distance of `p` to the best substring of `t`, for checking Myers.
+    fn naive(p: &[u8], t: &[u8]) -> u32 {
+        let mut prev: Vec<u32> = (0..=p.len() as u32).collect();
+        let mut best = prev[p.len()];
+        for &c in t {
+            let mut cur = vec![0u32; p.len() + 1];
+            for i in 1..=p.len() {
+                let sub = prev[i - 1] + u32::from(p[i - 1] != c);
+                cur[i] = sub.min(prev[i] + 1).min(cur[i - 1] + 1);
+            }
+            best = best.min(cur[p.len()]);
+            prev = cur;
+        }
+        best
+    }
+
+    #[test]
+    fn stray_marks_spaces_and_confusable_glyphs_vanish() {
+        assert_eq!(sk("| Bill of Lading —"), sk("BILLOF LADING"));
+        assert_eq!(sk("Bi11 of Lad ing"), sk("bill of lading"));
+        assert_eq!(sk("N0. 5"), sk("no. s"));
+    }
+
+    #[test]
+    fn a_phrase_is_found_within_its_tolerance_only() {
+        let title = Phrase::new("bill of lading", Phrase::title_tolerance("bill of lading"))
+            .expect("phrase");
+        assert_eq!(title.len, 12);
+        for line in [
+            "Bill of Lading —",
+            "| BILL OF LADING |",
+            "BILLOF LADING",
+            "Bill of Lad ing",
+            "Bi11 of Lading",
+            "Blll ot Ladlng",
+            "ill of Ladin",
+            "Ocean Network Express Pte. Ltd. BILL OF LADING",
+        ] {
+            assert!(title.ends_line(&sk(line)), "{line}");
+        }
+        for line in [
+            "Bill of lading: MSCU1234567",
+            "Bill of exchange",
+            "Packing list",
+            "Lading",
+        ] {
+            assert!(!title.ends_line(&sk(line)), "{line}");
+        }
+        let exact = Phrase::new("notify party", 0).expect("phrase");
+        assert!(exact.found_in(&sk("NOTIFY\nPARTY: ACME")));
+        assert!(exact.found_in(&sk("notifyparty")));
+        assert!(!exact.found_in(&sk("notify partx")));
+    }
+
+    #[test]
+    fn phrases_without_letters_or_too_long_are_refused() {
+        assert!(Phrase::new("— | —", 1).is_none());
+        assert!(Phrase::new(&"a".repeat(MAX_PHRASE + 1), 1).is_none());
+        assert!(Phrase::new(&"a".repeat(MAX_PHRASE), 1).is_some());
+    }
+
+    proptest! {
+        #[test]
+        fn myers_agrees_with_the_textbook_distance(
+            p in "[a-d]{1,64}", t in "[a-d ]{0,80}"
+        ) {
+            let phrase = Phrase::new(&p, 0).expect("phrase");
+            prop_assert_eq!(phrase.distance_in(&sk(&t)), naive(&sk(&p), &sk(&t)));
+        }
+    }
+}
