@@ -22,6 +22,7 @@ mod cli_extract;
 mod control_glyphs;
 mod evaluate;
 mod hostile;
+mod invoice2data;
 mod report;
 mod truth;
 

@@ -52,9 +52,13 @@ pub struct ExtractArgs {
     /// Workflow file (default: the built-in trade workflow).
     #[arg(long)]
     pub workflow: Option<PathBuf>,
-    /// invoice2data templates directory, applied to each file's text as well.
+    /// invoice2data templates directory, applied to each file's layout text as well.
     #[arg(long)]
     pub templates: Option<PathBuf>,
+    /// Print each page as laid out in columns (`pdftotext -layout` style, what templates
+    /// match) instead of in reading order.
+    #[arg(long)]
+    pub layout: bool,
     /// Tesseract languages.
     #[arg(long, env = "IRONCLAD_OCR_LANGUAGES", default_value = "eng+fra")]
     pub languages: String,
@@ -246,12 +250,10 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let analysis = ironclad_extract::analyze(&workflow, &pages);
-        let full_text: String = pages
-            .iter()
-            .map(|p| p.text())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let template = extract_with_templates(&templates, &full_text);
+        // Templates are written against `pdftotext -layout`'s columns, not reading order.
+        let template = (!templates.is_empty())
+            .then(|| extract_with_templates(&templates, &ironclad_extract::layout_text(&pages)))
+            .flatten();
         if args.json {
             println!(
                 "{}",
@@ -287,7 +289,12 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                     ),
                 }
             );
-            for line in p.text().lines() {
+            let text = if args.layout {
+                ironclad_extract::layout_text(std::slice::from_ref(p))
+            } else {
+                p.text()
+            };
+            for line in text.trim_end_matches(['\n', '\u{c}']).lines() {
                 println!("   | {line}");
             }
         }

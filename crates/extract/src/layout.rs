@@ -72,6 +72,57 @@ impl<'p> PageLayout<'p> {
         }
     }
 
+    /// The page as `pdftotext -layout` prints it, rebuilt from the words' boxes whatever read
+    /// them (text layer or OCR): invoice2data templates are written against this text. Side by
+    /// side blocks share a row and keep their columns; every kept word still maps back to its
+    /// box. See [`Fragment`] for how columns and rows are found.
+    pub fn columnar(page: &'p PageText) -> Self {
+        let mut fragments = fragments(page);
+        assign_columns(&mut fragments);
+        let mut text = String::new();
+        let mut spans = Vec::with_capacity(page.words.len());
+        for (r, row) in rows(&fragments).iter().enumerate() {
+            if r > 0 {
+                text.push('\n');
+                for _ in 0..row.blank_lines_before {
+                    text.push('\n');
+                }
+            }
+            let mut column = 0usize;
+            for &f in &row.fragments {
+                let fragment = &fragments[f];
+                let pad = fragment
+                    .column
+                    .saturating_sub(column)
+                    .max(usize::from(column > 0));
+                text.extend(std::iter::repeat_n(' ', pad));
+                column += pad;
+                for (k, &(i, w)) in fragment.words.iter().enumerate() {
+                    if k > 0 {
+                        text.push(' ');
+                        column += 1;
+                    }
+                    let start = text.len();
+                    text.extend(
+                        w.text
+                            .chars()
+                            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+                    );
+                    spans.push((start..text.len(), i));
+                    column += text[start..].chars().count();
+                }
+            }
+        }
+        // `evidence` bisects spans by start: rows go down the page and fragments rightwards.
+        let folded = fold(&text);
+        PageLayout {
+            page,
+            text,
+            spans,
+            folded,
+        }
+    }
+
     /// The page as read.
     pub fn text(&self) -> &str {
         &self.text
@@ -107,6 +158,175 @@ impl<'p> PageLayout<'p> {
             confidence: sum / f64::from(n),
         })
     }
+}
+
+/// A word's box is about this many font sizes high (ascent plus descent).
+const BOX_PER_FONT_SIZE: f64 = 1.2;
+/// How far below the baseline a box reaches, in font sizes.
+const DESCENT: f64 = 0.2;
+/// Fragments whose baselines are closer than this many font sizes print on one row (poppler's
+/// `maxIntraLineDelta`).
+const SAME_ROW: f64 = 0.5;
+/// Most blank lines printed for a vertical gap.
+const MAX_BLANK_LINES: usize = 4;
+
+/// One line as its reader grouped it (a text line of one block): the unit that is placed.
+///
+/// This follows poppler's physical layout (`pdftotext -layout`): fragments are taken
+/// left to right, and each starts at the furthest column any fragment to its left implies —
+/// one past its end when it ends before, or the column of its character under this fragment's
+/// left edge when it reaches past it. So a value column lines up under the columns of the long
+/// lines above it, and a short label's value follows it after one space when nothing longer
+/// spans the gap.
+struct Fragment<'w> {
+    words: Vec<(usize, &'w Word)>,
+    x0: f64,
+    x1: f64,
+    top: f64,
+    baseline: f64,
+    font_size: f64,
+    chars: usize,
+    column: usize,
+}
+
+impl Fragment<'_> {
+    /// Columns from this fragment's start to the first character whose centre lies right of
+    /// `x`: characters spread evenly over each word, and the space between two words spanning
+    /// their gap.
+    fn columns_before(&self, x: f64) -> usize {
+        let mut offset = 0;
+        let mut previous_end: Option<f64> = None;
+        for (_, w) in &self.words {
+            let b = w.bbox.normalized();
+            let (x0, x1) = (f64::from(b.x0), f64::from(b.x1));
+            let len = w.text.chars().count();
+            if x <= x0 {
+                // In the gap: past the space only if past its middle.
+                return match previous_end {
+                    Some(end) if x < (end + x0) / 2.0 => offset - 1,
+                    _ => offset,
+                };
+            }
+            if x < x1 {
+                let within = (x - x0) / (x1 - x0) * len as f64;
+                return offset + (within.round() as usize).min(len);
+            }
+            offset += len + 1;
+            previous_end = Some(x1);
+        }
+        self.chars
+    }
+}
+
+fn fragments(page: &PageText) -> Vec<Fragment<'_>> {
+    let mut by_line: std::collections::BTreeMap<u32, Vec<(usize, &Word)>> = Default::default();
+    for (i, w) in page.words.iter().enumerate() {
+        if !w.text.trim().is_empty() {
+            by_line.entry(w.line).or_default().push((i, w));
+        }
+    }
+    by_line
+        .into_values()
+        .map(|mut words| {
+            words.sort_by(|a, b| {
+                a.1.bbox
+                    .normalized()
+                    .x0
+                    .total_cmp(&b.1.bbox.normalized().x0)
+            });
+            let (mut x0, mut x1, mut top, mut bottom) = (1.0f64, 0.0f64, 1.0f64, 0.0f64);
+            let mut chars = 0;
+            let mut heights = Vec::with_capacity(words.len());
+            for (_, w) in &words {
+                let b = w.bbox.normalized();
+                x0 = x0.min(f64::from(b.x0));
+                x1 = x1.max(f64::from(b.x1));
+                top = top.min(f64::from(b.y0));
+                bottom = bottom.max(f64::from(b.y1));
+                heights.push(f64::from(b.y1 - b.y0));
+                chars += w.text.chars().count();
+            }
+            chars += words.len().saturating_sub(1);
+            heights.sort_by(f64::total_cmp);
+            let height = heights.get(heights.len() / 2).copied().unwrap_or(0.0);
+            let font_size = (height / BOX_PER_FONT_SIZE).max(f64::EPSILON);
+            Fragment {
+                words,
+                x0,
+                x1,
+                top,
+                baseline: bottom - DESCENT * font_size,
+                font_size,
+                chars,
+                column: 0,
+            }
+        })
+        .collect()
+}
+
+/// Gives each fragment its column (poppler's `assignColumns`): see [`Fragment`].
+fn assign_columns(fragments: &mut [Fragment<'_>]) {
+    let mut order: Vec<usize> = (0..fragments.len()).collect();
+    order.sort_by(|&a, &b| fragments[a].x0.total_cmp(&fragments[b].x0));
+    for (k, &i) in order.iter().enumerate() {
+        let x = fragments[i].x0;
+        let column = order[..k]
+            .iter()
+            .map(|&j| {
+                let left = &fragments[j];
+                if x >= left.x1 {
+                    left.column + left.chars + 1
+                } else {
+                    left.column + left.columns_before(x)
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        fragments[i].column = column;
+    }
+}
+
+/// One printed row: fragments (indices) left to right, and the blank lines above it.
+struct Row {
+    fragments: Vec<usize>,
+    blank_lines_before: usize,
+}
+
+/// Fragments top to bottom; those whose baselines lie within [`SAME_ROW`] font sizes of a
+/// row's first fragment share its row.
+fn rows(fragments: &[Fragment<'_>]) -> Vec<Row> {
+    let mut order: Vec<usize> = (0..fragments.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&fragments[a], &fragments[b]);
+        a.top.total_cmp(&b.top).then(a.x0.total_cmp(&b.x0))
+    });
+    let mut rows: Vec<Row> = Vec::new();
+    let mut first: Option<usize> = None;
+    for i in order {
+        let f = &fragments[i];
+        match first.map(|h| &fragments[h]) {
+            Some(head) if (f.baseline - head.baseline).abs() < SAME_ROW * head.font_size => {
+                if let Some(row) = rows.last_mut() {
+                    row.fragments.push(i);
+                }
+            }
+            previous => {
+                let blank_lines_before = previous.map_or(0, |p| {
+                    let lines = (f.baseline - p.baseline) / p.font_size / 1.5;
+                    (lines.floor().max(1.0) as usize - 1).min(MAX_BLANK_LINES)
+                });
+                rows.push(Row {
+                    fragments: vec![i],
+                    blank_lines_before,
+                });
+                first = Some(i);
+            }
+        }
+    }
+    for row in &mut rows {
+        row.fragments.sort_by_key(|&i| fragments[i].column);
+    }
+    rows
 }
 
 #[cfg(test)]
@@ -169,6 +389,83 @@ pub(crate) mod tests {
         let ev = layout.evidence(at + 1..at + 2).unwrap();
         assert_eq!(ev.bbox.x0, 0.2);
         assert_eq!(ev.bbox.x1, 0.28);
+    }
+
+    fn word(text: &str, x0: f32, y0: f32, line: u32) -> Word {
+        Word {
+            text: text.to_owned(),
+            // 0.01 of the page per character, 0.015 high.
+            bbox: BBox {
+                x0,
+                y0,
+                x1: x0 + 0.01 * text.chars().count() as f32,
+                y1: y0 + 0.015,
+            },
+            confidence: 0.9,
+            line,
+        }
+    }
+
+    fn page_of(words: Vec<Word>) -> PageText {
+        PageText {
+            index: 0,
+            method: ReadMethod::TextLayer,
+            confidence: 1.0,
+            rotation: 0,
+            words,
+        }
+    }
+
+    #[test]
+    fn columnar_text_puts_side_by_side_blocks_on_one_row() {
+        // Two blocks read one after the other (a text layer's order): labels, then values to
+        // their right. Nothing longer spans the gap, so a value follows its label after one
+        // space, as `pdftotext -layout` prints it.
+        let page = page_of(vec![
+            word("Invoice", 0.0, 0.10, 0),
+            word("Date", 0.0, 0.12, 1),
+            word("42", 0.30, 0.10, 2),
+            word("2024-05-01", 0.30, 0.12, 3),
+            word("Total", 0.0, 0.30, 4),
+            word("10.00", 0.30, 0.301, 4),
+        ]);
+        let layout = PageLayout::columnar(&page);
+        assert_eq!(
+            layout.text(),
+            "Invoice 42\nDate    2024-05-01\n\n\n\n\nTotal 10.00"
+        );
+        // Every word still maps back to its own box.
+        let at = layout.text().find("2024-05-01").unwrap();
+        let ev = layout.evidence(at..at + 10).unwrap();
+        assert_eq!(ev.bbox, page.words[3].bbox.normalized());
+        let at = layout.text().find("Total").unwrap();
+        assert_eq!(
+            layout.evidence(at..at + 5).unwrap().bbox,
+            page.words[4].bbox.normalized()
+        );
+    }
+
+    #[test]
+    fn a_value_lines_up_under_the_long_line_that_spans_its_gap() {
+        let page = page_of(vec![
+            word("aaaa", 0.0, 0.10, 0),
+            word("bbbb", 0.3, 0.10, 0),
+            word("cccc", 0.5, 0.10, 0),
+            word("dddd", 0.6, 0.10, 0),
+            word("Total", 0.0, 0.12, 1),
+            word("4.11", 0.6, 0.12, 2),
+        ]);
+        assert_eq!(
+            PageLayout::columnar(&page).text(),
+            format!("aaaa bbbb cccc dddd\nTotal{}4.11", " ".repeat(10))
+        );
+    }
+
+    #[test]
+    fn columnar_text_of_touching_words_keeps_one_space() {
+        let page = page_of(vec![word("ab", 0.10, 0.1, 0), word("cd", 0.105, 0.1, 0)]);
+        assert_eq!(PageLayout::columnar(&page).text(), "ab cd");
+        assert_eq!(PageLayout::columnar(&page_of(Vec::new())).text(), "");
     }
 
     #[test]

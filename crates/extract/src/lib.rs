@@ -56,6 +56,18 @@ pub struct SegmentResult {
     pub facts: Vec<Fact>,
 }
 
+/// The pages as `pdftotext -layout` prints a PDF (each page ended by a form feed), rebuilt from
+/// the words' boxes, so text layers and OCR alike: what invoice2data templates are written
+/// against.
+pub fn layout_text(pages: &[PageText]) -> String {
+    let mut text = String::new();
+    for page in pages {
+        text.push_str(layout::PageLayout::columnar(page).text());
+        text.push_str("\n\u{c}");
+    }
+    text
+}
+
 /// Classifies, segments and extracts `pages` (one source, in page order).
 pub fn analyze(workflow: &Workflow, pages: &[PageText]) -> Analysis {
     // Each page is laid out and folded once, for classification and extraction alike.

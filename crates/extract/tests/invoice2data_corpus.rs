@@ -14,6 +14,10 @@ use std::process::Command;
 use ironclad_extract::invoice2data::{select_template, Area, Template};
 use serde_json::Value;
 
+#[path = "support/compare.rs"]
+mod compare;
+use compare::differences;
+
 fn corpus() -> Option<PathBuf> {
     let dir = std::env::var_os("IRONCLAD_I2D_CORPUS")
         .map(PathBuf::from)
@@ -140,39 +144,6 @@ fn pdftotext_area(pdf: &Path, a: &Area) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Compares our output with invoice2data's: same keys, equal strings, numbers within 1e-6.
-fn differences(expected: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
-    match (expected, got) {
-        (Value::Number(a), Value::Number(b)) => {
-            let (a, b) = (
-                a.as_f64().unwrap_or(f64::NAN),
-                b.as_f64().unwrap_or(f64::NAN),
-            );
-            if (a - b).abs() > 1e-6 {
-                out.push(format!("{path}: expected {a}, got {b}"));
-            }
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in a {
-                match b.get(k) {
-                    Some(w) => differences(v, w, &format!("{path}.{k}"), out),
-                    None => out.push(format!("{path}.{k}: missing (expected {v})")),
-                }
-            }
-            for k in b.keys().filter(|k| !a.contains_key(*k)) {
-                out.push(format!("{path}.{k}: not expected (got {})", b[k]));
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (v, w)) in a.iter().zip(b).enumerate() {
-                differences(v, w, &format!("{path}[{i}]"), out);
-            }
-        }
-        (a, b) if a == b => {}
-        (a, b) => out.push(format!("{path}: expected {a}, got {b}")),
-    }
 }
 
 /// Runs every case in `dir` (a `.json` expectation beside a `.txt` or `.pdf` input) against

@@ -1,0 +1,37 @@
+//! What invoice2data's output and ours must agree on; shared by the template-engine tests here
+//! and the product-path tests of `ironclad extract` (`tests/documents/invoice2data.rs`).
+
+use serde_json::Value;
+
+/// Compares our output with invoice2data's: same keys, equal strings, numbers within 1e-6.
+pub fn differences(expected: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
+    match (expected, got) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (
+                a.as_f64().unwrap_or(f64::NAN),
+                b.as_f64().unwrap_or(f64::NAN),
+            );
+            if (a - b).abs() > 1e-6 {
+                out.push(format!("{path}: expected {a}, got {b}"));
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                match b.get(k) {
+                    Some(w) => differences(v, w, &format!("{path}.{k}"), out),
+                    None => out.push(format!("{path}.{k}: missing (expected {v})")),
+                }
+            }
+            for k in b.keys().filter(|k| !a.contains_key(*k)) {
+                out.push(format!("{path}.{k}: not expected (got {})", b[k]));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                differences(v, w, &format!("{path}[{i}]"), out);
+            }
+        }
+        (a, b) if a == b => {}
+        (a, b) => out.push(format!("{path}: expected {a}, got {b}")),
+    }
+}

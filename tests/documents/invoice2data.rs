@@ -1,0 +1,82 @@
+//! invoice2data's own compare cases through the product: `ironclad extract --templates` reads
+//! each PDF as a user's upload is read (text layer, or OCR) and applies the template library to
+//! the pages' layout text. The expected JSON is what invoice2data gives with its default reader
+//! (`pdftotext -layout`). The corpus lives beside the repository (`shared/corpus/invoice2data`,
+//! or `IRONCLAD_I2D_CORPUS`); without it the test says so and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+#[path = "../../crates/extract/tests/support/compare.rs"]
+mod compare;
+
+fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("IRONCLAD_I2D_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/invoice2data")
+        });
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    eprintln!(
+        "invoice2data corpus not found at {}; skipping",
+        dir.display()
+    );
+    None
+}
+
+/// The compare cases `ironclad extract` gets right, of the eight invoice2data passes.
+/// Missing: `AmazonWebServices` (its line items need exactly four leading spaces, and our
+/// columns put the item one further right than poppler does) and `NetpresseInvoice` (its date
+/// is read from an `area`, which needs the page size the reader does not keep yet).
+const PASSING: &[&str] = &[
+    "FlipkartInvoice",
+    "QualityHosting",
+    "SammyMaystoneLinesTest",
+    "coolblue1",
+    "free_fiber",
+    "oyo",
+];
+
+#[test]
+fn invoice2data_compare_cases_through_ironclad_extract() {
+    let Some(corpus) = corpus() else { return };
+    let mut verdicts = Vec::new();
+    for case in PASSING {
+        let pdf = corpus.join("compare").join(format!("{case}.pdf"));
+        let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
+            .args(["extract", "--json", "--templates"])
+            .arg(corpus.join("templates"))
+            .arg(&pdf)
+            .output()
+            .expect("ironclad runs");
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(pdf.with_extension("json")).expect("expectation"),
+        )
+        .expect("JSON");
+        let expected = expected.get(0).cloned().unwrap_or(expected);
+        let got = &report["invoice2data"];
+        let mut diffs = Vec::new();
+        if got.is_null() {
+            diffs.push("no template matched".to_owned());
+        } else {
+            compare::differences(&expected, &got["fields"], "", &mut diffs);
+        }
+        verdicts.push((case, diffs));
+    }
+    let failed: Vec<String> = verdicts
+        .iter()
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(case, d)| format!("{case}: {}", d.join("; ")))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+}
