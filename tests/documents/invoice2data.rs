@@ -4,29 +4,12 @@
 //! (`pdftotext -layout`). The corpus lives beside the repository (`shared/corpus/invoice2data`,
 //! or `IRONCLAD_I2D_CORPUS`); without it the test says so and passes.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
 #[path = "../../crates/extract/tests/support/compare.rs"]
 mod compare;
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("IRONCLAD_I2D_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/invoice2data")
-        });
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    eprintln!(
-        "invoice2data corpus not found at {}; skipping",
-        dir.display()
-    );
-    None
-}
 
 /// The compare cases `ironclad extract` gets right, of the eight invoice2data passes.
 /// Missing: `AmazonWebServices` (its line items need exactly four leading spaces, and our
@@ -43,7 +26,9 @@ const PASSING: &[&str] = &[
 
 #[test]
 fn invoice2data_compare_cases_through_ironclad_extract() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = compare::corpus() else {
+        return;
+    };
     let mut verdicts = Vec::new();
     for case in PASSING {
         let pdf = corpus.join("compare").join(format!("{case}.pdf"));

@@ -53,14 +53,7 @@ impl<'p> PageLayout<'p> {
                 Some(_) => text.push('\n'),
                 None => {}
             }
-            let start = text.len();
-            // A word never breaks a line: line structure comes from `Word::line` alone.
-            text.extend(
-                w.text
-                    .chars()
-                    .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-            );
-            spans.push((start..text.len(), i));
+            spans.push((push_word(&mut text, &w.text), i));
             current = Some(w.line);
         }
         let folded = fold(&text);
@@ -102,14 +95,9 @@ impl<'p> PageLayout<'p> {
                         text.push(' ');
                         column += 1;
                     }
-                    let start = text.len();
-                    text.extend(
-                        w.text
-                            .chars()
-                            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-                    );
-                    spans.push((start..text.len(), i));
-                    column += text[start..].chars().count();
+                    let span = push_word(&mut text, &w.text);
+                    column += text[span.clone()].chars().count();
+                    spans.push((span, i));
                 }
             }
         }
@@ -158,6 +146,17 @@ impl<'p> PageLayout<'p> {
             confidence: sum / f64::from(n),
         })
     }
+}
+
+/// Appends a word and returns where it went. A word never breaks a line: line structure
+/// comes from the layout alone.
+fn push_word(text: &mut String, word: &str) -> Range<usize> {
+    let start = text.len();
+    text.extend(
+        word.chars()
+            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+    );
+    start..text.len()
 }
 
 /// A word's box is about this many font sizes high (ascent plus descent).

@@ -16,24 +16,7 @@ use serde_json::Value;
 
 #[path = "support/compare.rs"]
 mod compare;
-use compare::differences;
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("IRONCLAD_I2D_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/invoice2data")
-        });
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "invoice2data corpus not found at {}; skipping",
-            dir.display()
-        );
-        None
-    }
-}
+use compare::{corpus, differences};
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {

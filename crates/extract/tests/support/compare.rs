@@ -1,7 +1,32 @@
-//! What invoice2data's output and ours must agree on; shared by the template-engine tests here
-//! and the product-path tests of `ironclad extract` (`tests/documents/invoice2data.rs`).
+//! invoice2data's corpus and what its output and ours must agree on; shared by the
+//! template-engine tests here and the product-path tests of `ironclad extract`
+//! (`tests/documents/invoice2data.rs`).
+
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+/// invoice2data's corpus (`shared/corpus/invoice2data` beside the repository, or
+/// `IRONCLAD_I2D_CORPUS`); `None`, said on stderr, when absent, so the tests pass on a machine
+/// without the shared folder.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = match std::env::var_os("IRONCLAD_I2D_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|a| a.join("shared/corpus/invoice2data"))
+            .find(|d| d.is_dir())
+            .unwrap_or_else(|| PathBuf::from("../shared/corpus/invoice2data")),
+    };
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    eprintln!(
+        "invoice2data corpus not found at {}; skipping",
+        dir.display()
+    );
+    None
+}
 
 /// Compares our output with invoice2data's: same keys, equal strings, numbers within 1e-6.
 pub fn differences(expected: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
