@@ -143,3 +143,67 @@ fn a_title_with_stray_marks_still_counts() {
         assert_eq!(page["first_page"], true, "{file}: {page}");
     }
 }
+
+/// A stacked form (small-capital labels, each value under its label, three columns side by
+/// side): reading order pairs no label with its value, so only the labels' geometry can. The
+/// value's box lies under its label's, and both are evidence.
+#[test]
+fn a_stacked_form_gives_each_value_from_under_its_label() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated");
+    let file = "forms/stacked-boxed-bill-of-lading.pdf";
+    let truth: Value = serde_json::from_slice(
+        &std::fs::read(fixtures.join("truth.json")).expect("truth.json is readable"),
+    )
+    .expect("truth.json is JSON");
+    let entry = truth["files"]
+        .as_array()
+        .and_then(|files| files.iter().find(|f| f["file"] == file))
+        .expect("the stacked B/L is in the truth");
+    let printed = &entry["documents"][0]["printed"];
+    let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
+        .args(["extract", "--json"])
+        .arg(fixtures.join(file))
+        .output()
+        .expect("ironclad runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let facts = report["analysis"]["segments"][0]["facts"]
+        .as_array()
+        .expect("facts")
+        .clone();
+    for (field, truth_field) in [
+        ("gross_weight", "gross_weight_kg"),
+        ("container_number", "container_number"),
+        ("package_count", "package_count"),
+    ] {
+        let fact = facts
+            .iter()
+            .find(|f| f["field"] == field)
+            .unwrap_or_else(|| panic!("{field} is extracted"));
+        let chosen = &fact["chosen"];
+        // The raw text may go on after the value (`32 PALLETS`): the parser read it whole.
+        let (raw, expected) = (chosen["raw"].as_str(), printed[truth_field].as_str());
+        assert!(
+            raw.zip(expected).is_some_and(|(r, e)| r.starts_with(e)),
+            "{field}: {fact}"
+        );
+        let label = &chosen["label_bbox"];
+        assert!(
+            label.is_object(),
+            "{field} was found by its label: {chosen}"
+        );
+        let (label_bottom, value_top) = (label["y1"].as_f64(), chosen["bbox"]["y0"].as_f64());
+        assert!(
+            label_bottom <= value_top,
+            "{field}: the value is under its label: {chosen}"
+        );
+        let overlap = chosen["bbox"]["x0"].as_f64() < label["x1"].as_f64()
+            && label["x0"].as_f64() < chosen["bbox"]["x1"].as_f64();
+        assert!(overlap, "{field}: and in its column: {chosen}");
+        assert_eq!(fact["conflict"], false, "{field}: {fact}");
+    }
+}

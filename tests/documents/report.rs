@@ -82,7 +82,8 @@ pub struct Report {
     pub truth_count: u32,
     pub languages: String,
     pub dpi: u32,
-    /// `"subset"` (the default run) or `"full"` (`IRONCLAD_FULL_ACCURACY=1`).
+    /// `"subset"` (the default run), `"full"` (`IRONCLAD_FULL_ACCURACY=1`) or `"selected"`
+    /// (`IRONCLAD_SCANS`).
     pub scan_scope: &'static str,
     pub elapsed_ms: u64,
     /// Text-layer PDFs.

@@ -43,7 +43,7 @@ pub(crate) fn classify_layout(
     layout: &PageLayout<'_>,
 ) -> PageClass {
     let text = layout.folded().as_str();
-    let page = PageForms::new(text);
+    let page = PageForms::new(text, layout);
     let mut scored: Vec<(String, f64, &CompiledType, f64, f64)> = workflow
         .types()
         .map(|(spec, compiled)| {
@@ -111,21 +111,47 @@ struct PageForms<'t> {
     text: &'t str,
     /// The whole page's skeleton ([`fuzzy::skeleton`]).
     skeleton: Vec<u8>,
+    /// Which lines may hold a title: printed at least [`MIN_TITLE_SCALE`] of the page's
+    /// typical word ([`PageLayout::line_scales`]), and not starting with a small letter (the
+    /// tail of a sentence: `… contre copie du connaissement`).
+    may_title: Vec<bool>,
 }
 
 impl<'t> PageForms<'t> {
-    fn new(text: &'t str) -> Self {
+    fn new(text: &'t str, layout: &PageLayout<'_>) -> Self {
+        let may_title = layout
+            .text()
+            .lines()
+            .zip(layout.line_scales())
+            .map(|(line, scale)| {
+                scale >= MIN_TITLE_SCALE
+                    && !line
+                        .chars()
+                        .find(|c| c.is_alphabetic())
+                        .is_some_and(char::is_lowercase)
+            })
+            .collect();
         PageForms {
             text,
             skeleton: fuzzy::skeleton(text),
+            may_title,
         }
     }
 }
 
+/// Lines printed smaller than this, against the page's typical word, are not titles: a
+/// stacked form's small-capital label (`N° DE CONNAISSEMENT` over the B/L number on an
+/// invoice) may end its line with a title's words.
+const MIN_TITLE_SCALE: f32 = 0.85;
+
 /// Whether a line of the page ends with `title`, once the type's continuation markers are taken off
 /// it (`Commercial invoice (continued)` still shows the invoice's title).
 fn has_title(compiled: &CompiledType, page: &PageForms<'_>, title: &Phrase) -> bool {
-    page.text.lines().any(|line| {
+    let may_title = page.may_title.iter().chain(std::iter::repeat(&true));
+    page.text.lines().zip(may_title).any(|(line, &may_title)| {
+        if !may_title {
+            return false;
+        }
         let mut line = line.to_owned();
         for marker in &compiled.continuation {
             line = marker.replace_all(&line, " ").into_owned();

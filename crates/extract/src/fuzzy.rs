@@ -36,6 +36,8 @@ pub(crate) const MAX_PHRASE: usize = 64;
 #[derive(Debug, Clone)]
 pub(crate) struct Phrase {
     len: usize,
+    /// The skeleton's last byte and the one before it (the same when it has one byte).
+    ending: [u8; 2],
     /// For each byte, the positions in the phrase where it occurs (bit i = position i).
     positions: Box<[u64; 256]>,
     tolerance: u32,
@@ -55,6 +57,10 @@ impl Phrase {
         }
         Some(Phrase {
             len: pattern.len(),
+            ending: [
+                pattern[pattern.len() - 1],
+                pattern[pattern.len().saturating_sub(2)],
+            ],
             positions,
             tolerance,
         })
@@ -65,6 +71,14 @@ impl Phrase {
     pub fn title_tolerance(folded: &str) -> u32 {
         let n = skeleton(folded).len();
         u32::try_from((n / 6).min(3)).unwrap_or(3)
+    }
+
+    /// Edits allowed in a label: one per 8 characters, at most two. Fewer than a title's: labels
+    /// sit among other labels of the trade (`declaration no` must not be found in
+    /// `déclaration en douane`).
+    pub fn label_tolerance(folded: &str) -> u32 {
+        let n = skeleton(folded).len();
+        u32::try_from((n / 8).min(2)).unwrap_or(2)
     }
 
     /// For each position of `text`, the fewest edits that turn the phrase into a part of
@@ -104,20 +118,63 @@ impl Phrase {
         self.distance_in(text) <= self.tolerance
     }
 
+    /// Letters and digits in the phrase's skeleton.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Where the phrase occurs in `text` within tolerance: for each run of adjacent end
+    /// positions within tolerance, the first with the fewest edits, as (end index, edits).
+    pub fn occurrences(&self, text: &[u8]) -> Vec<(usize, u32)> {
+        let mut found: Vec<(usize, u32)> = Vec::new();
+        let mut previous: Option<usize> = None;
+        for (end, d) in self.distances(text).enumerate() {
+            if d > self.tolerance {
+                continue;
+            }
+            match found.last_mut() {
+                Some(last) if previous == Some(end - 1) => {
+                    if d < last.1 {
+                        *last = (end, d);
+                    }
+                }
+                _ => found.push((end, d)),
+            }
+            previous = Some(end);
+        }
+        found
+    }
+
     /// Whether `line` ends with the phrase, within tolerance, followed by at most
-    /// [`TRAILING_STRAYS`] characters (an `l` or `I` that a table rule became). What comes
-    /// before it is free (`ACME LINES   BILL OF LADING`, a carrier's name); a line that goes on
-    /// (`Bill of lading: 1234`, a reference) does not show the title.
+    /// [`TRAILING_STRAYS`] characters of the `l` class (what a table rule becomes: `|`, `I`,
+    /// `l`). What comes before it is free (`ACME LINES   BILL OF LADING`, a carrier's name); a
+    /// line that goes on (`Bill of lading: 1234`, a reference; `Commercial invoice No.`, a
+    /// label) does not show the title.
+    ///
+    /// The line's last letter (before strays) must be the phrase's last or, when OCR lost it,
+    /// the one before: otherwise the tolerance would absorb a short word after the title
+    /// (`Bill of lading no`).
     pub fn ends_line(&self, line: &[u8]) -> bool {
-        let from = line.len().saturating_sub(TRAILING_STRAYS + 1);
+        let strays = line.iter().rev().take_while(|&&b| b == STRAY).count();
+        let from = line.len().saturating_sub(strays.min(TRAILING_STRAYS) + 1);
         self.distances(line)
+            .enumerate()
             .skip(from)
-            .min()
-            .is_some_and(|d| d <= self.tolerance)
+            .any(|(end, d)| d <= self.tolerance && self.ends_like(line[end]))
+    }
+
+    /// Whether `b` may end a match: the phrase's last letter or, when OCR lost it, the one
+    /// before. Without it the tolerance would absorb a short last word (`commercial invoice
+    /// no` found in `COMMERCIAL INVOICE`).
+    pub fn ends_like(&self, b: u8) -> bool {
+        self.ending.contains(&b)
     }
 }
 
-/// Characters allowed after a title on its line.
+/// The skeleton class of `l`, `I`, `1` and `i`: what OCR makes of a table rule beside a word.
+pub(crate) const STRAY: u8 = b'l';
+
+/// Characters of the [`STRAY`] class allowed after a title on its line.
 const TRAILING_STRAYS: usize = 2;
 
 #[cfg(test)]
@@ -175,6 +232,8 @@ mod tests {
             "Bill of exchange",
             "Packing list",
             "Lading",
+            "COMMERCIAL INVOICE No.",
+            "Bill of lading no",
         ] {
             assert!(!title.ends_line(&sk(line)), "{line}");
         }
@@ -182,6 +241,17 @@ mod tests {
         assert!(exact.found_in(&sk("NOTIFY\nPARTY: ACME")));
         assert!(exact.found_in(&sk("notifyparty")));
         assert!(!exact.found_in(&sk("notify partx")));
+    }
+
+    #[test]
+    fn occurrences_give_each_match_once_with_its_end() {
+        let label = Phrase::new("gross weight", 2).expect("phrase");
+        let text = sk("GROSS WEIGHT (KG) | Gr0ss weigth");
+        let found = label.occurrences(&text);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0], (10, 0));
+        assert_eq!(found[1].1, 1, "`gr0ss weig(h)t` is one edit away");
+        assert!(label.occurrences(&sk("net weight")).is_empty());
     }
 
     #[test]

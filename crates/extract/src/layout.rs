@@ -121,6 +121,33 @@ impl<'p> PageLayout<'p> {
         &self.folded
     }
 
+    /// For each line of [`Self::text`], how tall it prints against the page's typical word:
+    /// the median height of its words over the median of all the page's words. About 1 for
+    /// body text; a title is taller, a form's small-capital labels shorter. 1 for every line
+    /// when boxes carry no height.
+    pub fn line_scales(&self) -> Vec<f32> {
+        let mut lines: Vec<Vec<f32>> = vec![Vec::new()];
+        let mut previous_end = 0;
+        for (range, i) in &self.spans {
+            let newlines = self.text[previous_end..range.start].matches('\n').count();
+            lines.extend(std::iter::repeat_n(Vec::new(), newlines));
+            previous_end = range.end;
+            let b = self.page.words[*i].bbox.normalized();
+            if let Some(line) = lines.last_mut() {
+                line.push(b.y1 - b.y0);
+            }
+        }
+        let mut all: Vec<f32> = lines.iter().flatten().copied().collect();
+        let page = median(&mut all);
+        lines
+            .iter_mut()
+            .map(|h| match (median(h), page) {
+                (Some(h), Some(p)) if p > 0.0 => h / p,
+                _ => 1.0,
+            })
+            .collect()
+    }
+
     /// The boxes and confidences of the words that `range` (of [`Self::text`]) overlaps, or
     /// `None` when it touches no word (only spaces between words).
     pub fn evidence(&self, range: Range<usize>) -> Option<SpanEvidence> {
@@ -146,6 +173,11 @@ impl<'p> PageLayout<'p> {
             confidence: sum / f64::from(n),
         })
     }
+}
+
+fn median(values: &mut [f32]) -> Option<f32> {
+    values.sort_by(f32::total_cmp);
+    values.get(values.len() / 2).copied()
 }
 
 /// Appends a word and returns where it went. A word never breaks a line: line structure

@@ -25,6 +25,7 @@ pub mod classify;
 pub mod extract;
 mod fuzzy;
 pub mod invoice2data;
+mod keyvalue;
 mod layout;
 pub mod normalize;
 pub mod segment;

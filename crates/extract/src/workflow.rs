@@ -34,7 +34,7 @@ pub mod limits {
     pub const MAX_MARKERS: usize = 16;
     /// Most fields per document type.
     pub const MAX_FIELDS: usize = 64;
-    /// Most patterns per field.
+    /// Most patterns per field, and most labels.
     pub const MAX_PATTERNS: usize = 16;
     /// Longest pattern or keyword, in characters.
     pub const MAX_PATTERN_CHARS: usize = 1024;
@@ -162,7 +162,18 @@ pub struct FieldSpec {
     pub parser: ParserKind,
     /// Label-anchored patterns, each with a named group `value`; every match of every
     /// pattern on every page of the segment is a candidate.
+    #[serde(default)]
     pub patterns: Vec<String>,
+    /// The printed labels of the value, found by page geometry rather than reading order:
+    /// the value is the run of words right of a label on its row, or directly under it
+    /// ([`FieldSpec::value_at`]). A label is found whatever its case and accents, with stray
+    /// rule marks and a few OCR slips tolerated. Its candidates compete with the patterns'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// Where the value sits from its label, in order of preference (default: right, then
+    /// below).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_at: Vec<Direction>,
     /// Only words whose centre lies in this page-relative box are searched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<Region>,
@@ -176,6 +187,16 @@ pub struct FieldSpec {
     /// Locale overrides for this field.
     #[serde(default, skip_serializing_if = "Hints::is_empty")]
     pub parse_hints: Hints,
+}
+
+/// Where a value sits from its label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// On the label's row, to its right (`Gross weight (kg)   26,070.00`, a table's next cell).
+    Right,
+    /// On the first row under the label, overlapping it horizontally (stacked forms).
+    Below,
 }
 
 /// A page-relative search box: (0, 0) top-left, (1, 1) bottom-right.
@@ -286,6 +307,9 @@ const MIN_SPACELESS_PHRASE: usize = 6;
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledField {
     pub patterns: Vec<Regex>,
+    /// The labels, in file order; candidates they find are numbered after the patterns.
+    pub labels: Vec<Phrase>,
+    pub value_at: Vec<Direction>,
     pub hints: ParseHints,
     pub unit: Option<String>,
 }
@@ -587,8 +611,11 @@ impl Validator {
 
     fn field(&mut self, path: &str, field: &FieldSpec, hints: &Hints) -> CompiledField {
         self.hints(&format!("{path}.parse_hints"), &field.parse_hints);
-        if field.patterns.is_empty() {
-            self.issue(format!("{path}.patterns"), "declare at least one pattern");
+        if field.patterns.is_empty() && field.labels.is_empty() {
+            self.issue(
+                format!("{path}.patterns"),
+                "declare at least one pattern or label",
+            );
         }
         self.count(
             &format!("{path}.patterns"),
@@ -610,6 +637,7 @@ impl Validator {
             }
             patterns.push(re);
         }
+        let labels = self.labels(path, field);
         if let Some(unit) = &field.unit {
             if field.parser != ParserKind::Weight {
                 self.issue(
@@ -637,11 +665,52 @@ impl Validator {
                 );
             }
         }
+        let value_at = if field.value_at.is_empty() {
+            vec![Direction::Right, Direction::Below]
+        } else {
+            field.value_at.clone()
+        };
+        if field.value_at.len() > 2 || (value_at.len() == 2 && value_at[0] == value_at[1]) {
+            self.issue(
+                format!("{path}.value_at"),
+                "list `right` and `below` at most once each",
+            );
+        }
+        if !field.value_at.is_empty() && field.labels.is_empty() {
+            self.issue(
+                format!("{path}.value_at"),
+                "says where a value sits from its label: declare `labels` too",
+            );
+        }
         CompiledField {
             patterns,
+            labels,
+            value_at,
             hints: hints.overlaid(&field.parse_hints).to_parse_hints(),
             unit: field.unit.clone(),
         }
+    }
+
+    /// Each label becomes a fuzzy phrase ([`Phrase::label_tolerance`]): OCR slips, stray
+    /// marks and joined words are the norm around table cells.
+    fn labels(&mut self, path: &str, field: &FieldSpec) -> Vec<Phrase> {
+        self.count(
+            &format!("{path}.labels"),
+            field.labels.len(),
+            limits::MAX_PATTERNS,
+        );
+        let mut labels = Vec::new();
+        for (l, label) in field.labels.iter().enumerate().take(limits::MAX_PATTERNS) {
+            let folded = fold_str(label);
+            match Phrase::new(&folded, Phrase::label_tolerance(&folded)) {
+                Some(p) => labels.push(p),
+                None => self.issue(
+                    format!("{path}.labels[{l}]"),
+                    format!("a label needs 1 to {} letters or digits", fuzzy::MAX_PHRASE),
+                ),
+            }
+        }
+        labels
     }
 
     /// A keyword phrase becomes a whole-word, whitespace-tolerant regex on folded text.

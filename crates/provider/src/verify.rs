@@ -258,6 +258,7 @@ fn check(
             certainty: parsed.certainty,
             value: parsed.value,
             pattern: PROVIDER_PATTERN,
+            label_bbox: None,
         },
         agrees_with_patterns,
     }))

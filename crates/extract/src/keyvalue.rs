@@ -1,0 +1,562 @@
+//! Values found by page geometry: beside or under their printed label.
+//!
+//! Stacked forms (`GROSS WEIGHT (KG)` over `12,694.3`, two columns side by side) and bordered
+//! tables (label cell | value cell) put a label and its value on different lines of reading
+//! order, so no pattern over the text can pair them. Here a label is found fuzzily on each of
+//! its reader's lines (the skeleton matching of [`crate::fuzzy`]), and its value is looked for
+//! where the workflow says: the nearest run of words right of it on its row, or the first row
+//! under it overlapping it horizontally. A run stops at a wide gap (the next column), at a
+//! rule mark OCR made of a cell border (`|`), and at another field's label, so a stacked
+//! form's next label is never taken for a value. The field's parser then has the last word:
+//! `12,694.3` is a weight, `TGHU9458075` beside it is not.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use ironclad_core::page::{BBox, PageText, Word};
+
+use crate::fuzzy::{skeleton, Phrase, STRAY};
+use crate::normalize::fold_str;
+use crate::workflow::{CompiledField, Direction, Region};
+
+/// Gap between two words of one value, in character widths, beyond which the run stops: a
+/// space is under one, a column break several.
+const MAX_GAP_CHARS: f64 = 2.5;
+/// How far under a label its value may start, in line heights.
+const MAX_DROP_LINES: f64 = 2.5;
+/// Rows may drift from the page's measured skew by this much per unit of width (a photo's
+/// keystone, a curved page).
+const ROW_DRIFT: f64 = 0.008;
+/// Steepest skew believed, in page heights per page width (about 8°).
+const MAX_SKEW: f64 = 0.2;
+
+/// One place a field's label was found.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LabelHit {
+    /// Which of the field's labels.
+    pub label: usize,
+    /// Indices into the page's words, left to right.
+    pub words: Vec<usize>,
+    pub bbox: BBox,
+    /// Edits between the label and what is printed.
+    pub edits: u32,
+}
+
+/// The value a label points at: its words (indices, left to right) and the direction taken.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ValueRun {
+    pub words: Vec<usize>,
+    pub direction: Direction,
+}
+
+/// One reader line's skeleton and, for each of its words with letters or digits, (word index,
+/// skeleton range).
+type SkeletonLine = (Vec<u8>, Vec<(usize, Range<usize>)>);
+
+/// A page prepared for label search: every word's box and skeleton, grouped by reader line.
+pub(crate) struct LabelPage<'p> {
+    page: &'p PageText,
+    boxes: Vec<BBox>,
+    lines: Vec<SkeletonLine>,
+    /// Words that are part of some label of the document type: a value never includes them.
+    label_words: Vec<bool>,
+    /// The page's skew, from its reader's lines: how far a row descends per unit of width.
+    slope: f64,
+}
+
+impl<'p> LabelPage<'p> {
+    pub fn new(page: &'p PageText) -> Self {
+        let boxes: Vec<BBox> = page.words.iter().map(|w| w.bbox.normalized()).collect();
+        let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, w) in page.words.iter().enumerate() {
+            if !w.text.trim().is_empty() {
+                by_line.entry(w.line).or_default().push(i);
+            }
+        }
+        let slope = skew(&by_line, &boxes);
+        let lines = by_line
+            .into_values()
+            .map(|mut words| {
+                words.sort_by(|&a, &b| boxes[a].x0.total_cmp(&boxes[b].x0));
+                let mut text = Vec::new();
+                let mut spans = Vec::new();
+                for i in words {
+                    let sk = skeleton(&fold_str(&page.words[i].text));
+                    if sk.is_empty() {
+                        continue;
+                    }
+                    let start = text.len();
+                    text.extend_from_slice(&sk);
+                    spans.push((i, start..text.len()));
+                }
+                (text, spans)
+            })
+            .collect();
+        LabelPage {
+            page,
+            boxes,
+            lines,
+            label_words: vec![false; page.words.len()],
+            slope,
+        }
+    }
+
+    /// Every place one of `field`'s labels is printed (inside `region`, when given).
+    pub fn find_labels(&self, field: &CompiledField, region: Option<Region>) -> Vec<LabelHit> {
+        let mut hits = Vec::new();
+        for (label, phrase) in field.labels.iter().enumerate() {
+            for line in &self.lines {
+                for (end, edits) in phrase.occurrences(&line.0) {
+                    if let Some(words) = self.label_words_at(phrase, line, end, edits) {
+                        let bbox = self.union(&words);
+                        if region.is_none_or(|r| r.contains_centre(bbox)) {
+                            hits.push(LabelHit {
+                                label,
+                                words,
+                                bbox,
+                                edits,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        hits
+    }
+
+    /// Marks the words of `hits` as label words, which values stop at.
+    pub fn mark(&mut self, hits: &[LabelHit]) {
+        for h in hits {
+            for &i in &h.words {
+                self.label_words[i] = true;
+            }
+        }
+    }
+
+    /// The words a match ending at `end` of `text` covers, if it ends with the label's own
+    /// last letter, starts and ends at word boundaries (give or take its edits, and a stray
+    /// `l` a rule became) and its words are not spread over several columns.
+    fn label_words_at(
+        &self,
+        phrase: &Phrase,
+        (text, spans): &SkeletonLine,
+        end: usize,
+        edits: u32,
+    ) -> Option<Vec<usize>> {
+        if !text.get(end).is_some_and(|&b| phrase.ends_like(b)) {
+            return None;
+        }
+        let start = (end + 1).saturating_sub(phrase.len());
+        let covered: Vec<&(usize, Range<usize>)> = spans
+            .iter()
+            .filter(|(_, r)| r.start <= end && r.end > start)
+            .collect();
+        let (first, last) = (covered.first()?, covered.last()?);
+        let stray = |at: usize| text.get(at) == Some(&STRAY);
+        let leading = start.saturating_sub(first.1.start);
+        let trailing = last.1.end - 1 - end;
+        let edits = edits as usize;
+        let leading_ok = leading <= edits || (leading == edits + 1 && stray(first.1.start));
+        let trailing_ok = trailing == 0 || (trailing == 1 && stray(end + 1));
+        if !(leading_ok && trailing_ok) {
+            return None;
+        }
+        let words: Vec<usize> = covered.iter().map(|(i, _)| *i).collect();
+        let wide = words.windows(2).any(|pair| {
+            let (a, b) = (self.boxes[pair[0]], self.boxes[pair[1]]);
+            f64::from(b.x0 - a.x1) > MAX_GAP_CHARS * self.char_width(&[pair[0], pair[1]])
+        });
+        (!wide).then_some(words)
+    }
+
+    /// Where the label's value is, trying `value_at` in order; every direction that holds a
+    /// run of words is returned, preferred first.
+    pub fn values(&self, hit: &LabelHit, value_at: &[Direction]) -> Vec<ValueRun> {
+        value_at
+            .iter()
+            .filter_map(|&direction| {
+                let words = match direction {
+                    Direction::Right => self.right_of(hit),
+                    Direction::Below => self.below(hit),
+                };
+                (!words.is_empty()).then_some(ValueRun { words, direction })
+            })
+            .collect()
+    }
+
+    /// The run of words after the label on its row.
+    fn right_of(&self, hit: &LabelHit) -> Vec<usize> {
+        let l = hit.bbox;
+        let last_line = hit.words.last().map(|&i| self.page.words[i].line);
+        let cw = self.char_width(&hit.words);
+        let mut row: Vec<usize> = (0..self.page.words.len())
+            .filter(|i| !hit.words.contains(i) && !self.page.words[*i].text.trim().is_empty())
+            .filter(|&i| {
+                let b = self.boxes[i];
+                f64::from(b.x0) >= f64::from(l.x1) - cw / 2.0
+                    && (Some(self.page.words[i].line) == last_line || self.same_row(l, b))
+            })
+            .collect();
+        row.sort_by(|&a, &b| self.boxes[a].x0.total_cmp(&self.boxes[b].x0));
+        let start = row.iter().position(|&i| !is_rule_mark(&self.page.words[i]));
+        match start {
+            Some(s) => self.run(&row[s..], cw),
+            None => Vec::new(),
+        }
+    }
+
+    /// The run of words on the first row under the label that overlaps it horizontally.
+    fn below(&self, hit: &LabelHit) -> Vec<usize> {
+        let l = hit.bbox;
+        let height = f64::from(l.y1 - l.y0);
+        let overlaps = |b: BBox| b.x0 < l.x1 && b.x1 > l.x0;
+        let first = (0..self.page.words.len())
+            .filter(|i| !hit.words.contains(i))
+            .filter(|&i| {
+                let w = &self.page.words[i];
+                let b = self.boxes[i];
+                let drop = f64::from(b.y0 - l.y1);
+                !w.text.trim().is_empty()
+                    && !is_rule_mark(w)
+                    && b.y0 > (l.y0 + l.y1) / 2.0
+                    && overlaps(b)
+                    && drop <= MAX_DROP_LINES * height.max(f64::from(b.y1 - b.y0))
+            })
+            .min_by(|&a, &b| self.boxes[a].y0.total_cmp(&self.boxes[b].y0));
+        let Some(first) = first else {
+            return Vec::new();
+        };
+        let fb = self.boxes[first];
+        let line = self.page.words[first].line;
+        let mut row: Vec<usize> = (0..self.page.words.len())
+            .filter(|&i| !self.page.words[i].text.trim().is_empty())
+            .filter(|&i| self.page.words[i].line == line || self.same_row(fb, self.boxes[i]))
+            .collect();
+        row.sort_by(|&a, &b| self.boxes[a].x0.total_cmp(&self.boxes[b].x0));
+        // The run holding the leftmost word under the label: extend it rightwards from there,
+        // and leftwards over words that reach under the label or sit close to it.
+        let Some(anchor) = row
+            .iter()
+            .position(|&i| overlaps(self.boxes[i]) && !is_rule_mark(&self.page.words[i]))
+        else {
+            return Vec::new();
+        };
+        let cw = self.char_width(&row[anchor..=anchor]);
+        let mut begin = anchor;
+        while begin > 0 {
+            let (prev, cur) = (row[begin - 1], row[begin]);
+            if self.breaks_run(prev, cur, cw) || self.boxes[prev].x1 < l.x0 - (cw as f32) * 4.0 {
+                break;
+            }
+            begin -= 1;
+        }
+        self.run(&row[begin..], cw)
+    }
+
+    /// The words of `row` (left to right) from its first, up to a wide gap, a rule mark, a
+    /// label word or a word ending in a colon (the next, undeclared, label: `INV-1 Date: …`).
+    /// A label word first means the label has no value there.
+    fn run(&self, row: &[usize], cw: f64) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for &i in row {
+            let word = &self.page.words[i];
+            if self.label_words[i]
+                || is_rule_mark(word)
+                || (!out.is_empty() && word.text.trim_end().ends_with(':'))
+            {
+                break;
+            }
+            if let Some(&prev) = out.last() {
+                if self.breaks_run(prev, i, cw) {
+                    break;
+                }
+            }
+            out.push(i);
+        }
+        out
+    }
+
+    fn breaks_run(&self, left: usize, right: usize, cw: f64) -> bool {
+        let cw = cw.max(self.char_width(&[left, right]));
+        let gap = f64::from(self.boxes[right].x0 - self.boxes[left].x1);
+        // Overlapping words are not side by side: one sits above the other.
+        gap > MAX_GAP_CHARS * cw
+            || gap < -cw
+            || self.label_words[left]
+            || self.label_words[right]
+            || is_rule_mark(&self.page.words[left])
+            || is_rule_mark(&self.page.words[right])
+    }
+
+    /// Whether `b` sits on the row of `a`: its vertical centre within half a line of where
+    /// the row of `a` runs at its place, following the page's skew.
+    fn same_row(&self, a: BBox, b: BBox) -> bool {
+        let centre = |b: BBox| (f64::from(b.x0 + b.x1) / 2.0, f64::from(b.y0 + b.y1) / 2.0);
+        let ((xa, ya), (xb, yb)) = (centre(a), centre(b));
+        let height = f64::from((a.y1 - a.y0).max(b.y1 - b.y0));
+        let dx = (xb - xa).abs();
+        (yb - (ya + self.slope * (xb - xa))).abs() <= height / 2.0 + ROW_DRIFT * dx
+    }
+
+    /// Mean width of a character over `words`, in page widths.
+    fn char_width(&self, words: &[usize]) -> f64 {
+        let (mut width, mut chars) = (0.0f64, 0usize);
+        for &i in words {
+            let b = self.boxes[i];
+            width += f64::from(b.x1 - b.x0);
+            chars += self.page.words[i].text.chars().count();
+        }
+        if chars == 0 {
+            0.0
+        } else {
+            width / chars as f64
+        }
+    }
+
+    /// The union of the words' boxes.
+    pub fn union(&self, words: &[usize]) -> BBox {
+        words
+            .iter()
+            .map(|&i| self.boxes[i])
+            .reduce(BBox::union)
+            .unwrap_or_default()
+    }
+
+    /// The words' text, joined by single spaces.
+    pub fn text(&self, words: &[usize]) -> String {
+        let texts: Vec<&str> = words
+            .iter()
+            .map(|&i| self.page.words[i].text.trim())
+            .collect();
+        texts.join(" ")
+    }
+
+    /// Mean confidence of the words, in `[0, 1]`.
+    pub fn confidence(&self, words: &[usize]) -> f64 {
+        let sum: f64 = words
+            .iter()
+            .map(|&i| f64::from(self.page.words[i].confidence).clamp(0.0, 1.0))
+            .sum();
+        sum / words.len().max(1) as f64
+    }
+}
+
+/// The page's skew: the median slope of its reader's long lines (three words or more, over a
+/// tenth of the page's width), each fitted by least squares through its words' bottom edges.
+/// 0 when no line says.
+fn skew(lines: &BTreeMap<u32, Vec<usize>>, boxes: &[BBox]) -> f64 {
+    let mut slopes: Vec<f64> = lines
+        .values()
+        .filter(|words| words.len() >= 3)
+        .filter_map(|words| {
+            let points: Vec<(f64, f64)> = words
+                .iter()
+                .map(|&i| {
+                    let b = boxes[i];
+                    (f64::from(b.x0 + b.x1) / 2.0, f64::from(b.y1))
+                })
+                .collect();
+            let n = points.len() as f64;
+            let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+            let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+            let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+            let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+            let span = points.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max)
+                - points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+            (span > 0.1 && sxx > 0.0).then(|| sxy / sxx)
+        })
+        .filter(|s| s.abs() <= MAX_SKEW)
+        .collect();
+    slopes.sort_by(f64::total_cmp);
+    slopes.get(slopes.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// A word that is a table border or rule as OCR read it: nothing but bars, brackets, dashes
+/// and the like, or a lone `l`/`I`.
+fn is_rule_mark(word: &Word) -> bool {
+    let t = word.text.trim();
+    t == "l"
+        || t == "I"
+        || t.chars().all(|c| {
+            matches!(
+                c,
+                '|' | '¦'
+                    | '['
+                    | ']'
+                    | '!'
+                    | '_'
+                    | '—'
+                    | '–'
+                    | '-'
+                    | '='
+                    | '~'
+                    | '“'
+                    | '”'
+                    | '"'
+                    | '\''
+                    | '‘'
+                    | '’'
+                    | ':'
+                    | ';'
+                    | '.'
+                    | ','
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::Workflow;
+    use ironclad_core::page::ReadMethod;
+
+    /// A page of words placed by hand: (text, x0, y0, x1, line); every word 0.012 high.
+    fn page(words: &[(&str, f32, f32, f32, u32)]) -> PageText {
+        PageText {
+            index: 0,
+            method: ReadMethod::TextLayer,
+            confidence: 1.0,
+            rotation: 0,
+            words: words
+                .iter()
+                .map(|&(text, x0, y0, x1, line)| Word {
+                    text: text.into(),
+                    bbox: BBox {
+                        x0,
+                        y0,
+                        x1,
+                        y1: y0 + 0.012,
+                    },
+                    confidence: 1.0,
+                    line,
+                })
+                .collect(),
+        }
+    }
+
+    fn field(labels: &str, value_at: &str) -> CompiledField {
+        let yaml = format!(
+            "name: t\nversion: 1\ndocument_types:\n  - id: d\n    title: D\n    recognition: {{keywords: [{{text: d}}]}}\n    fields:\n      - {{name: f, parser: text, labels: {labels}, value_at: {value_at}}}\n"
+        );
+        let wf = Workflow::from_yaml(&yaml).expect("workflow");
+        let (_, compiled) = wf.compiled_type("d").expect("type");
+        compiled.fields[0].clone()
+    }
+
+    fn texts(p: &LabelPage<'_>, runs: &[ValueRun]) -> Vec<String> {
+        runs.iter().map(|r| p.text(&r.words)).collect()
+    }
+
+    #[test]
+    fn a_stacked_form_pairs_each_label_with_the_value_under_it() {
+        // GROSS WEIGHT (KG)        CONTAINER No.
+        // 12,694.3                 TGHU9458075
+        let pg = page(&[
+            ("GROSS", 0.10, 0.20, 0.15, 0),
+            ("WEIGHT", 0.16, 0.20, 0.22, 0),
+            ("(KG)", 0.23, 0.20, 0.26, 0),
+            ("CONTAINER", 0.50, 0.20, 0.59, 0),
+            ("No.", 0.60, 0.20, 0.63, 0),
+            ("12,694.3", 0.10, 0.215, 0.18, 1),
+            ("TGHU9458075", 0.50, 0.215, 0.62, 1),
+        ]);
+        let weight = field("['gross weight (kg)']", "[right, below]");
+        let container = field("['container no']", "[below]");
+        let mut p = LabelPage::new(&pg);
+        let (hw, hc) = (
+            p.find_labels(&weight, None),
+            p.find_labels(&container, None),
+        );
+        p.mark(&hw);
+        p.mark(&hc);
+        assert_eq!(hw.len(), 1);
+        assert_eq!(hw[0].words, [0, 1, 2]);
+        // Right of the weight's label is another label: no value there, so below it is.
+        assert_eq!(texts(&p, &p.values(&hw[0], &weight.value_at)), ["12,694.3"]);
+        assert_eq!(
+            texts(&p, &p.values(&hc[0], &container.value_at)),
+            ["TGHU9458075"]
+        );
+    }
+
+    #[test]
+    fn a_bordered_table_skips_the_rule_and_stops_at_the_next_cell() {
+        // | Poids brut (kg) | 158 742,21 | Colis | 12 |
+        let pg = page(&[
+            ("|", 0.05, 0.30, 0.055, 0),
+            ("Po1ds", 0.06, 0.30, 0.11, 0),
+            ("brut", 0.12, 0.30, 0.16, 0),
+            ("(kg)", 0.17, 0.30, 0.21, 0),
+            ("|", 0.40, 0.30, 0.405, 0),
+            ("158", 0.42, 0.30, 0.45, 0),
+            ("742,21", 0.46, 0.30, 0.52, 0),
+            ("|", 0.60, 0.30, 0.605, 0),
+            ("Colis", 0.62, 0.30, 0.67, 0),
+        ]);
+        let f = field("['poids brut (kg)']", "[right]");
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&f, None);
+        assert_eq!(hits.len(), 1, "one slip (1 for i) is tolerated");
+        assert_eq!(hits[0].edits, 0, "1 and i are one class");
+        assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at)), ["158 742,21"]);
+    }
+
+    #[test]
+    fn a_label_inside_a_longer_word_or_spread_over_columns_is_not_a_label() {
+        let pg = page(&[
+            ("Containers", 0.10, 0.10, 0.20, 0),
+            ("shipped", 0.21, 0.10, 0.28, 0),
+            ("Gross", 0.10, 0.20, 0.15, 1),
+            ("weight", 0.60, 0.20, 0.66, 1),
+        ]);
+        let p = LabelPage::new(&pg);
+        assert!(p
+            .find_labels(&field("['container']", "[right]"), None)
+            .is_empty());
+        assert!(p
+            .find_labels(&field("['gross weight']", "[right]"), None)
+            .is_empty());
+    }
+
+    #[test]
+    fn rows_follow_a_skewed_page() {
+        // Turned about 3°: each row descends 0.05 per unit of width, more than the gap
+        // between the label's row and the next one over the label-to-value distance.
+        let skewed = |x: f32, y: f32| y + 0.05 * x;
+        let mut words = Vec::new();
+        for (line, (label, value)) in [
+            ("Invoice", "INV-7"),
+            ("Date", "14.09.2024"),
+            ("Terms", "CFR"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let y = 0.30 + 0.016 * line as f32;
+            words.push((label, 0.10, skewed(0.10, y), 0.18, line as u32 * 2));
+            words.push((value, 0.60, skewed(0.60, y), 0.70, line as u32 * 2 + 1));
+        }
+        words.push(("a", 0.1, 0.1, 0.12, 9));
+        words.push(("long", 0.3, 0.1 + 0.05 * 0.3, 0.35, 9));
+        words.push(("line", 0.6, 0.1 + 0.05 * 0.6, 0.65, 9));
+        let pg = page(&words);
+        let f = field("['date']", "[right]");
+        let p = LabelPage::new(&pg);
+        assert!((p.slope - 0.05).abs() < 0.01, "{}", p.slope);
+        let hits = p.find_labels(&f, None);
+        assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at)), ["14.09.2024"]);
+    }
+
+    #[test]
+    fn a_value_far_below_or_beside_the_label_column_is_not_taken() {
+        let pg = page(&[
+            ("Shipper", 0.10, 0.10, 0.17, 0),
+            ("ACME", 0.50, 0.14, 0.55, 1),
+            ("far", 0.10, 0.30, 0.13, 2),
+        ]);
+        let f = field("['shipper']", "[below]");
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&f, None);
+        assert!(p.values(&hits[0], &f.value_at).is_empty());
+    }
+}
