@@ -19,9 +19,11 @@ pub const TRADE_YAML: &str = include_str!("../../workflows/trade.yaml");
 
 /// The reading options under test: the product's defaults (300 DPI) with English and French,
 /// as the `reading` processor is configured for the trade workflow.
+/// `IRONCLAD_REMOVE_RULE_LINES=1` takes rule lines off first, to measure what that is worth.
 pub fn read_options() -> ReadOptions {
     ReadOptions {
         languages: "eng+fra".into(),
+        remove_rule_lines: std::env::var("IRONCLAD_REMOVE_RULE_LINES").is_ok_and(|v| v == "1"),
         ..ReadOptions::default()
     }
 }

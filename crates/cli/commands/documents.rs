@@ -59,6 +59,10 @@ pub struct ExtractArgs {
     /// match) instead of in reading order.
     #[arg(long)]
     pub layout: bool,
+    /// Take table borders and underlines off scanned pages before OCR, so they do not turn
+    /// into `|` or stick to words (experimental: it helps some pages and hurts others).
+    #[arg(long)]
+    pub remove_rule_lines: bool,
     /// Tesseract languages.
     #[arg(long, env = "IRONCLAD_OCR_LANGUAGES", default_value = "eng+fra")]
     pub languages: String,
@@ -217,6 +221,7 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let reader = std::sync::Arc::new(PageReader::new(
         ReadOptions {
             languages: args.languages.clone(),
+            remove_rule_lines: args.remove_rule_lines,
             ..ReadOptions::default()
         },
         None,

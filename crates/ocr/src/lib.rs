@@ -57,10 +57,16 @@
 //!   extra; an upside-down page costs about two readings. Small skew (a couple of degrees) is
 //!   left to Tesseract's own line finding. Boxes are relative to the upright page, i.e. after
 //!   the clockwise rotation reported in [`PageText::rotation`].
+//! * **Rule lines off.** With [`ReadOptions::remove_rule_lines`] (off by default), table borders
+//!   and underlines — long, thin, straight runs of ink — are taken off the page image before
+//!   Tesseract sees it (`rule_lines.rs`), so they do not become `|` tokens or stick to the
+//!   words beside them. Letters, dashes and filled blocks stay. It costs one pass over the
+//!   pixels per direction.
 //! * **Cache by content.** With a [`PageCache`], an OCRed page is stored under a digest of the
 //!   source bytes and page index (so reprocessing a file skips rendering and OCR) and of the
 //!   rendered pixels (so the same scan inside another file is recognised too). Keys include
-//!   the languages, DPI, text-layer threshold, rotation setting and Tesseract version.
+//!   the languages, DPI, text-layer threshold, rotation and rule-line settings and Tesseract
+//!   version.
 //!   Text-layer pages are not cached: extracting them again costs what reading the cache would.
 //! * **Only clean text leaves.** Every word, from the text layer, Tesseract or the cache, is
 //!   stripped of control characters (but tab, newline and CR) and Unicode noncharacters, and
@@ -91,6 +97,7 @@ mod ocr;
 mod pdf;
 mod process;
 mod resolution;
+mod rule_lines;
 mod scan_page;
 mod text_clean;
 
@@ -131,6 +138,11 @@ pub struct ReadOptions {
     pub min_text_layer_chars: usize,
     /// Detect pages turned by 90°, 180° or 270° and read them upright. Default true.
     pub detect_rotation: bool,
+    /// Take table borders and underlines off a page image before OCR, so Tesseract does not
+    /// read them as `|` or glue them to words. Default false: on the fixtures it helps some
+    /// pages and hurts others, where Tesseract's own line finder did better
+    /// (`bench/rule-lines`).
+    pub remove_rule_lines: bool,
     /// Scanned pages rendered and recognized at once, each with its own Tesseract engine,
     /// shared by every concurrent call on the reader (calls queue for turns, oldest first):
     /// size it to the cores left for OCR. Default: the number of available cores.
@@ -147,6 +159,7 @@ impl Default for ReadOptions {
             page_timeout: Duration::from_secs(120),
             min_text_layer_chars: 25,
             detect_rotation: true,
+            remove_rule_lines: false,
             threads: thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -627,6 +640,15 @@ impl PageReader {
         if let Some(hit) = pixel_key.as_ref().and_then(|k| self.cache_get(k, index)) {
             return Ok(hit);
         }
+        let mut img = img;
+        if self.opts.remove_rule_lines {
+            let erased = rule_lines::erase(&mut img);
+            tracing::debug!(
+                page = index + 1,
+                pixels = erased.pixels,
+                "rule lines removed"
+            );
+        }
         let (rotation, words) =
             ocr::read_with_deadline(&self.ocr, img, dpi, index + 1, deadline, turn)?;
         let page = PageText {
@@ -647,8 +669,8 @@ impl PageReader {
     fn source_key(&self, digest: &[u8; 32], index: u32) -> String {
         let o = &self.opts;
         let settings = format!(
-            "{}\0{}\0{}\0{}",
-            o.languages, o.dpi, o.min_text_layer_chars, o.detect_rotation
+            "{}\0{}\0{}\0{}\0{}",
+            o.languages, o.dpi, o.min_text_layer_chars, o.detect_rotation, o.remove_rule_lines
         );
         cache_key(&[b"source", digest, &index.to_le_bytes(), settings.as_bytes()])
     }
@@ -657,7 +679,10 @@ impl PageReader {
     /// resolution hint matter, whatever file the pixels came from.
     fn pixel_key(&self, img: &Gray, dpi: Option<u32>) -> String {
         let o = &self.opts;
-        let settings = format!("{}\0{:?}\0{}", o.languages, dpi, o.detect_rotation);
+        let settings = format!(
+            "{}\0{:?}\0{}\0{}",
+            o.languages, dpi, o.detect_rotation, o.remove_rule_lines
+        );
         cache_key(&[b"pixels", &img.digest(), settings.as_bytes()])
     }
 
