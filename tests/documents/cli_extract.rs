@@ -5,6 +5,22 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
+/// `ironclad extract --json FILE`: its one report, the run having succeeded.
+fn extract_one(file: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
+        .args(["extract", "--json"])
+        .arg(file)
+        .output()
+        .expect("ironclad runs");
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
 #[test]
 fn extract_reports_every_file_in_order_and_names_the_failures() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated");
@@ -121,17 +137,7 @@ fn a_title_with_stray_marks_still_counts() {
             "|",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
-            .args(["extract", "--json"])
-            .arg(pages.join(file))
-            .output()
-            .expect("ironclad runs");
-        assert!(
-            out.status.success(),
-            "{file}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let report = extract_one(&pages.join(file));
         let words = report["pages"][0]["words"].as_array().expect("words");
         assert!(
             words.iter().any(|w| w["text"] == stray),
@@ -160,17 +166,7 @@ fn a_stacked_form_gives_each_value_from_under_its_label() {
         .and_then(|files| files.iter().find(|f| f["file"] == file))
         .expect("the stacked B/L is in the truth");
     let printed = &entry["documents"][0]["printed"];
-    let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
-        .args(["extract", "--json"])
-        .arg(fixtures.join(file))
-        .output()
-        .expect("ironclad runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let report = extract_one(&fixtures.join(file));
     let facts = report["analysis"]["segments"][0]["facts"]
         .as_array()
         .expect("facts")
