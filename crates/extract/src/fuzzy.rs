@@ -8,13 +8,17 @@
 //! bit-parallel approximate matching: one pass over the text per phrase, whatever the
 //! tolerance), so finding a phrase costs about as much as a regex scan.
 
-/// A text reduced for matching: see the module documentation. Input is folded text
+/// A text reduced for matching: see the module documentation. Besides letters and digits it
+/// keeps `#` and reads `°` as `o`: in labels they carry meaning (`invoice #`, `N°`). Input is folded text
 /// ([`crate::normalize::fold`]: lower case, no accents).
 pub(crate) fn skeleton(folded: &str) -> Vec<u8> {
     folded
         .chars()
-        .filter(|c| c.is_alphanumeric())
+        .filter(|c| c.is_alphanumeric() || *c == '#' || *c == '°')
         .map(|c| match c {
+            // `N°` is `No`; `#` stays itself, so `invoice #` is not every `invoice`.
+            '°' => b'o',
+            '#' => b'#',
             '0' => b'o',
             '1' | 'i' => b'l',
             '5' => b's',
@@ -57,9 +61,14 @@ impl Phrase {
         }
         Some(Phrase {
             len: pattern.len(),
+            // A lost last letter is forgiven, not a lost `#`: it is what tells the phrase apart.
             ending: [
                 pattern[pattern.len() - 1],
-                pattern[pattern.len().saturating_sub(2)],
+                if pattern[pattern.len() - 1] == b'#' {
+                    b'#'
+                } else {
+                    pattern[pattern.len().saturating_sub(2)]
+                },
             ],
             positions,
             tolerance,
@@ -208,6 +217,8 @@ mod tests {
         assert_eq!(sk("| Bill of Lading —"), sk("BILLOF LADING"));
         assert_eq!(sk("Bi11 of Lad ing"), sk("bill of lading"));
         assert_eq!(sk("N0. 5"), sk("no. s"));
+        assert_eq!(sk("N° de facture"), sk("no de facture"));
+        assert_ne!(sk("Invoice #"), sk("Invoice"));
     }
 
     #[test]

@@ -162,6 +162,20 @@ impl<'p> LabelPage<'p> {
             return None;
         }
         let words: Vec<usize> = covered.iter().map(|(i, _)| *i).collect();
+        // A label starts its cell: right after a small word of a sentence (`… bitte unter
+        // Angabe der Rechnungsnummer an`, `keep this invoice and`) it is prose, not a label.
+        let position = spans.iter().position(|(i, _)| *i == words[0])?;
+        if let Some((before, _)) = position.checked_sub(1).map(|k| &spans[k]) {
+            let gap = f64::from(self.boxes[words[0]].x0 - self.boxes[*before].x1);
+            let prose = self.page.words[*before]
+                .text
+                .chars()
+                .next()
+                .is_some_and(char::is_lowercase);
+            if prose && gap <= MAX_GAP_CHARS * self.char_width(&[*before, words[0]]) {
+                return None;
+            }
+        }
         let wide = words.windows(2).any(|pair| {
             let (a, b) = (self.boxes[pair[0]], self.boxes[pair[1]]);
             f64::from(b.x0 - a.x1) > MAX_GAP_CHARS * self.char_width(&[pair[0], pair[1]])
@@ -545,6 +559,38 @@ mod tests {
         assert!((p.slope - 0.05).abs() < 0.01, "{}", p.slope);
         let hits = p.find_labels(&f, None);
         assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at)), ["14.09.2024"]);
+    }
+
+    #[test]
+    fn a_label_inside_a_sentence_is_prose() {
+        let pg = page(&[
+            ("Please", 0.10, 0.10, 0.16, 0),
+            ("quote", 0.17, 0.10, 0.22, 0),
+            ("the", 0.23, 0.10, 0.26, 0),
+            ("invoice", 0.27, 0.10, 0.34, 0),
+            ("number", 0.35, 0.10, 0.42, 0),
+            ("when", 0.43, 0.10, 0.47, 0),
+            ("paying", 0.48, 0.10, 0.54, 0),
+            ("Invoice", 0.10, 0.20, 0.17, 1),
+            ("number", 0.18, 0.20, 0.25, 1),
+            ("INV-7", 0.40, 0.20, 0.45, 1),
+            ("Invoice", 0.10, 0.30, 0.17, 2),
+            ("INV-8", 0.40, 0.30, 0.45, 2),
+        ]);
+        let p = LabelPage::new(&pg);
+        let number = field("['invoice number']", "[right]");
+        let hits = p.find_labels(&number, None);
+        assert_eq!(
+            hits.len(),
+            1,
+            "the sentence's `the invoice number` is not a label"
+        );
+        assert_eq!(texts(&p, &p.values(&hits[0], &number.value_at)), ["INV-7"]);
+        let hash = field("['invoice #']", "[right]");
+        assert!(
+            p.find_labels(&hash, None).is_empty(),
+            "`#` is part of the label"
+        );
     }
 
     #[test]
