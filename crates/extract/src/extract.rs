@@ -237,7 +237,7 @@ impl Found {
 
     /// The value a label points at: the longest start of the first run (in the field's order
     /// of directions) that the parser reads; a fuzzy label or a second-choice direction costs
-    /// a little confidence.
+    /// a little confidence. When no run reads, the first run is what is unreadable.
     fn add_labelled(
         &mut self,
         kind: ParserKind,
@@ -246,61 +246,55 @@ impl Found {
         lp: &LabelPage<'_>,
         hit: &LabelHit,
     ) {
-        let runs = lp.values(hit, &field.value_at);
         let mut first_error = None;
-        for run in &runs {
-            let preference = field.value_at.iter().position(|d| *d == run.direction);
-            for n in (1..=run.words.len()).rev() {
-                let words = &run.words[..n];
-                let raw = lp.text(words);
-                match read(kind, field, &raw) {
-                    Ok(parsed) => {
-                        let bbox = lp.union(words);
-                        let ocr_confidence = lp.confidence(words);
-                        let factor = (1.0 - LABEL_EDIT_COST * f64::from(hit.edits))
-                            * (1.0 - DIRECTION_COST * preference.unwrap_or(0) as f64);
-                        let candidate = Candidate {
-                            page,
-                            bbox,
-                            raw,
-                            confidence: round(ocr_confidence * parsed.certainty * factor),
-                            ocr_confidence: round(ocr_confidence),
-                            certainty: parsed.certainty,
-                            value: parsed.value,
-                            pattern: field.patterns.len() + hit.label,
-                            label_bbox: Some(hit.bbox),
-                        };
-                        // The same words read again (by a pattern, or by another of the
-                        // field's labels) are one candidate: the better-founded reading.
-                        let same = self.candidates.iter_mut().find(|c| {
-                            c.page == page
-                                && c.bbox == candidate.bbox
-                                && same_value(&c.value, &candidate.value)
-                        });
-                        match same {
-                            Some(c)
-                                if c.label_bbox.is_some()
-                                    && c.confidence < candidate.confidence =>
-                            {
-                                *c = candidate;
-                            }
-                            Some(_) => {}
-                            None => self.push(candidate),
-                        }
-                        return;
-                    }
-                    Err(e) => {
-                        if first_error.is_none() {
-                            first_error = Some((words.to_vec(), raw, e));
-                        }
+        for run in lp.values(hit, &field.value_at) {
+            match longest_reading(kind, field, lp, &run.words) {
+                Ok((words, raw, parsed)) => {
+                    let preference = field.value_at.iter().position(|d| *d == run.direction);
+                    let factor = (1.0 - LABEL_EDIT_COST * f64::from(hit.edits))
+                        * (1.0 - DIRECTION_COST * preference.unwrap_or(0) as f64);
+                    let ocr_confidence = lp.confidence(words);
+                    self.add_once(Candidate {
+                        page,
+                        bbox: lp.union(words),
+                        raw,
+                        confidence: round(ocr_confidence * parsed.certainty * factor),
+                        ocr_confidence: round(ocr_confidence),
+                        certainty: parsed.certainty,
+                        value: parsed.value,
+                        pattern: field.patterns.len() + hit.label,
+                        label_bbox: Some(hit.bbox),
+                    });
+                    return;
+                }
+                Err((raw, e)) => {
+                    if first_error.is_none() {
+                        first_error = Some((lp.union(&run.words), raw, e));
                     }
                 }
             }
         }
-        if let Some((words, raw, e)) = first_error {
+        if let Some((bbox, raw, e)) = first_error {
             if e != ParseError::Empty {
-                self.push_unreadable(page, lp.union(&words), &raw, &e);
+                self.push_unreadable(page, bbox, &raw, &e);
             }
+        }
+    }
+
+    /// Adds a label's candidate unless the same words were read to the same value already (by
+    /// a pattern, or by another of the field's labels): one candidate, the better-founded.
+    fn add_once(&mut self, candidate: Candidate) {
+        let same = self.candidates.iter_mut().find(|c| {
+            c.page == candidate.page
+                && c.bbox == candidate.bbox
+                && same_value(&c.value, &candidate.value)
+        });
+        match same {
+            Some(c) if c.label_bbox.is_some() && c.confidence < candidate.confidence => {
+                *c = candidate;
+            }
+            Some(_) => {}
+            None => self.push(candidate),
         }
     }
 
@@ -326,6 +320,29 @@ impl Found {
 const LABEL_EDIT_COST: f64 = 0.05;
 /// Confidence a label's candidate loses when found in its second-choice direction.
 const DIRECTION_COST: f64 = 0.05;
+
+/// The longest start of `run` (word indices) that the field's parser reads, with its text; or
+/// the whole run's text and why it could not be read.
+fn longest_reading<'r>(
+    kind: ParserKind,
+    field: &CompiledField,
+    lp: &LabelPage<'_>,
+    run: &'r [usize],
+) -> Result<(&'r [usize], String, parse::Parsed), (String, ParseError)> {
+    let mut whole = None;
+    for n in (1..=run.len()).rev() {
+        let raw = lp.text(&run[..n]);
+        match read(kind, field, &raw) {
+            Ok(parsed) => return Ok((&run[..n], raw, parsed)),
+            Err(e) => {
+                if whole.is_none() {
+                    whole = Some((raw, e));
+                }
+            }
+        }
+    }
+    Err(whole.unwrap_or((String::new(), ParseError::Empty)))
+}
 
 /// Parses a value as the field declares; a unit stated by the label completes a bare number
 /// (the candidate keeps the text as printed).

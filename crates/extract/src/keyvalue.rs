@@ -10,12 +10,12 @@
 //! form's next label is never taken for a value. The field's parser then has the last word:
 //! `12,694.3` is a weight, `TGHU9458075` beside it is not.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use ironclad_core::page::{BBox, PageText, Word};
 
 use crate::fuzzy::{skeleton, Phrase, STRAY};
+use crate::layout::{median, reader_lines};
 use crate::normalize::fold_str;
 use crate::workflow::{CompiledField, Direction, Region};
 
@@ -67,17 +67,11 @@ pub(crate) struct LabelPage<'p> {
 impl<'p> LabelPage<'p> {
     pub fn new(page: &'p PageText) -> Self {
         let boxes: Vec<BBox> = page.words.iter().map(|w| w.bbox.normalized()).collect();
-        let mut by_line: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, w) in page.words.iter().enumerate() {
-            if !w.text.trim().is_empty() {
-                by_line.entry(w.line).or_default().push(i);
-            }
-        }
+        let by_line = reader_lines(page);
         let slope = skew(&by_line, &boxes);
         let lines = by_line
-            .into_values()
-            .map(|mut words| {
-                words.sort_by(|&a, &b| boxes[a].x0.total_cmp(&boxes[b].x0));
+            .into_iter()
+            .map(|words| {
                 let mut text = Vec::new();
                 let mut spans = Vec::new();
                 for i in words {
@@ -358,9 +352,9 @@ impl<'p> LabelPage<'p> {
 /// The page's skew: the median slope of its reader's long lines (three words or more, over a
 /// tenth of the page's width), each fitted by least squares through its words' bottom edges.
 /// 0 when no line says.
-fn skew(lines: &BTreeMap<u32, Vec<usize>>, boxes: &[BBox]) -> f64 {
+fn skew(lines: &[Vec<usize>], boxes: &[BBox]) -> f64 {
     let mut slopes: Vec<f64> = lines
-        .values()
+        .iter()
         .filter(|words| words.len() >= 3)
         .filter_map(|words| {
             let points: Vec<(f64, f64)> = words
@@ -381,8 +375,7 @@ fn skew(lines: &BTreeMap<u32, Vec<usize>>, boxes: &[BBox]) -> f64 {
         })
         .filter(|s| s.abs() <= MAX_SKEW)
         .collect();
-    slopes.sort_by(f64::total_cmp);
-    slopes.get(slopes.len() / 2).copied().unwrap_or(0.0)
+    median(&mut slopes).unwrap_or(0.0)
 }
 
 /// A word that is a table border or rule as OCR read it: nothing but bars, brackets, dashes

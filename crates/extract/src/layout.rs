@@ -175,8 +175,9 @@ impl<'p> PageLayout<'p> {
     }
 }
 
-fn median(values: &mut [f32]) -> Option<f32> {
-    values.sort_by(f32::total_cmp);
+/// The upper median (the middle value, or the higher of the two middle ones).
+pub(crate) fn median<T: Copy + PartialOrd>(values: &mut [T]) -> Option<T> {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     values.get(values.len() / 2).copied()
 }
 
@@ -249,22 +250,31 @@ impl Fragment<'_> {
     }
 }
 
-fn fragments(page: &PageText) -> Vec<Fragment<'_>> {
-    let mut by_line: std::collections::BTreeMap<u32, Vec<(usize, &Word)>> = Default::default();
+/// The page's non-blank words as its reader grouped them into lines (`Word::line`), lines in
+/// order and each line's words left to right: indices into `page.words`.
+pub(crate) fn reader_lines(page: &PageText) -> Vec<Vec<usize>> {
+    let mut by_line: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     for (i, w) in page.words.iter().enumerate() {
         if !w.text.trim().is_empty() {
-            by_line.entry(w.line).or_default().push((i, w));
+            by_line.entry(w.line).or_default().push(i);
         }
     }
+    let x0 = |i: usize| page.words[i].bbox.normalized().x0;
     by_line
         .into_values()
         .map(|mut words| {
-            words.sort_by(|a, b| {
-                a.1.bbox
-                    .normalized()
-                    .x0
-                    .total_cmp(&b.1.bbox.normalized().x0)
-            });
+            words.sort_by(|&a, &b| x0(a).total_cmp(&x0(b)));
+            words
+        })
+        .collect()
+}
+
+fn fragments(page: &PageText) -> Vec<Fragment<'_>> {
+    reader_lines(page)
+        .into_iter()
+        .map(|line| {
+            let words: Vec<(usize, &Word)> =
+                line.into_iter().map(|i| (i, &page.words[i])).collect();
             let (mut x0, mut x1, mut top, mut bottom) = (1.0f64, 0.0f64, 1.0f64, 0.0f64);
             let mut chars = 0;
             let mut heights = Vec::with_capacity(words.len());
@@ -278,8 +288,7 @@ fn fragments(page: &PageText) -> Vec<Fragment<'_>> {
                 chars += w.text.chars().count();
             }
             chars += words.len().saturating_sub(1);
-            heights.sort_by(f64::total_cmp);
-            let height = heights.get(heights.len() / 2).copied().unwrap_or(0.0);
+            let height = median(&mut heights).unwrap_or(0.0);
             let font_size = (height / BOX_PER_FONT_SIZE).max(f64::EPSILON);
             Fragment {
                 words,

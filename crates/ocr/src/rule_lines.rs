@@ -20,6 +20,8 @@ pub(crate) struct Erased {
 
 const HORIZONTAL: u8 = 1;
 const VERTICAL: u8 = 2;
+/// A mark kept after the thickness test: the pixel goes.
+const ERASE: u8 = 4;
 
 /// Shortest rule, in pixels along the page's side: a thirtieth of it (7 mm on A4), and never
 /// under 40 px, so a dash or a letter's bar is never one.
@@ -84,7 +86,6 @@ pub(crate) fn erase(img: &mut Gray) -> Erased {
     // Keep only thin structures: a horizontal mark whose column stack, or a vertical mark
     // whose row stack, is thicker than a rule belongs to a filled block.
     let thick = max_thickness(w, h);
-    let mut erase = vec![false; w * h];
     let mut stack = vec![0usize; w];
     for y in 0..=h {
         for x in 0..w {
@@ -94,28 +95,27 @@ pub(crate) fn erase(img: &mut Gray) -> Erased {
             }
             if (1..=thick).contains(&stack[x]) {
                 for yy in y - stack[x]..y {
-                    erase[yy * w + x] = true;
+                    mask[yy * w + x] |= ERASE;
                 }
             }
             stack[x] = 0;
         }
     }
     for y in 0..h {
-        let row = &mask[y * w..(y + 1) * w];
         let mut x = 0;
         while x < w {
-            if row[x] & VERTICAL == 0 {
+            if mask[y * w + x] & VERTICAL == 0 {
                 x += 1;
                 continue;
             }
             let start = x;
-            while x < w && row[x] & VERTICAL != 0 {
+            while x < w && mask[y * w + x] & VERTICAL != 0 {
                 x += 1;
             }
             if x - start <= thick {
-                erase[y * w + start..y * w + x]
+                mask[y * w + start..y * w + x]
                     .iter_mut()
-                    .for_each(|e| *e = true);
+                    .for_each(|m| *m |= ERASE);
             }
         }
     }
@@ -128,7 +128,7 @@ pub(crate) fn erase(img: &mut Gray) -> Erased {
     let mut erased = Erased::default();
     for y in 0..h {
         for x in 0..w {
-            if !erase[y * w + x] {
+            if mask[y * w + x] & ERASE == 0 {
                 continue;
             }
             for yy in y.saturating_sub(fringe)..(y + fringe + 1).min(h) {
