@@ -128,7 +128,7 @@ fn main() -> std::process::ExitCode {
             Command::Audit(a) => commands::audit::run(&c, a).await,
             Command::Extract(a) => commands::documents::extract(a).await,
             Command::Workflow(w) => commands::documents::workflow(&c, w).await,
-            Command::Templates(t) => commands::documents::templates(t),
+            Command::Templates(t) => commands::documents::templates(&c, t).await,
         }
     });
     match result {

@@ -1,12 +1,13 @@
 //! Reading documents without the pipeline: `ironclad extract`, `ironclad workflow …`,
-//! `ironclad templates import`. None of these needs PostgreSQL or Redis except `workflow load`.
+//! `ironclad templates import|load`. None of these needs PostgreSQL or Redis except `workflow
+//! load` and `templates load`.
 
 use super::connect_store;
 use crate::config::Connections;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use ironclad_core::page::{PageText, ReadMethod};
-use ironclad_extract::invoice2data::{extract_with_templates, Template};
+use ironclad_extract::invoice2data::{compile_set, Template, MAX_TEMPLATES, MAX_TEMPLATE_BYTES};
 use ironclad_extract::Workflow;
 use ironclad_ocr::{PageReader, ReadOptions};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,12 @@ pub enum TemplatesCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Store every invoice2data template under DIR as the next version of the template set
+    /// the pipeline applies (same files: same version). Nothing is stored if any is refused.
+    Load {
+        /// Directory searched recursively for .yml/.yaml/.json templates.
+        dir: PathBuf,
     },
 }
 
@@ -155,8 +162,11 @@ fn load_templates(dir: &Path) -> anyhow::Result<(Vec<Template>, Refused)> {
     Ok((ok, failed))
 }
 
-pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
-    let TemplatesCommand::Import { dir, json } = cmd;
+pub async fn templates(c: &Connections, cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
+    let (dir, json) = match cmd {
+        TemplatesCommand::Import { dir, json } => (dir, json),
+        TemplatesCommand::Load { dir } => return load_template_set(c, &dir).await,
+    };
     let (ok, failed) = load_templates(&dir)?;
     if json {
         let failed: Vec<_> = failed
@@ -183,6 +193,54 @@ pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(2)
     })
+}
+
+/// `ironclad templates load DIR`: every file must compile, or nothing is stored.
+async fn load_template_set(c: &Connections, dir: &Path) -> anyhow::Result<ExitCode> {
+    let mut paths = Vec::new();
+    template_files(dir, &mut paths).with_context(|| format!("listing {}", dir.display()))?;
+    paths.sort();
+    anyhow::ensure!(!paths.is_empty(), "{}: no .yml, .yaml or .json template", dir.display());
+    anyhow::ensure!(
+        paths.len() <= MAX_TEMPLATES,
+        "{}: {} templates; a set holds at most {MAX_TEMPLATES}",
+        dir.display(),
+        paths.len()
+    );
+    let mut files = Vec::with_capacity(paths.len());
+    for path in &paths {
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        anyhow::ensure!(
+            size <= MAX_TEMPLATE_BYTES as u64,
+            "{}: {size} bytes; a template may have at most {MAX_TEMPLATE_BYTES}",
+            path.display()
+        );
+        let yaml = std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let name = path.strip_prefix(dir).unwrap_or(path).display().to_string();
+        files.push(ironclad_store::templates::TemplateFile { name, yaml });
+    }
+    if let Err(refused) = compile_set(files.iter().map(|f| (f.name.as_str(), f.yaml.as_str()))) {
+        eprintln!("{} template(s) refused; nothing stored:", refused.len());
+        for (name, reason) in &refused {
+            eprintln!("  {name}: {reason}");
+        }
+        return Ok(ExitCode::from(2));
+    }
+    let count = files.len();
+    let store = connect_store(c).await?;
+    let (set, created) = store.load_template_set(files).await?;
+    println!(
+        "template set version {} {} ({count} template(s), sha256 {})",
+        set.version,
+        if created {
+            "stored"
+        } else {
+            "already stored (same files)"
+        },
+        &set.sha256[..12]
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn method(m: ReadMethod) -> &'static str {
@@ -254,17 +312,19 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let analysis = ironclad_extract::analyze(&workflow, &pages);
-        // Templates are written against `pdftotext -layout`'s columns, not reading order.
-        let template = (!templates.is_empty())
-            .then(|| extract_with_templates(&templates, &ironclad_extract::layout_text(&pages)))
-            .flatten();
+        let mut analysis = ironclad_extract::analyze(&workflow, &pages);
+        // Templates read the pages laid out in columns, as `pdftotext -layout` prints them.
+        ironclad_extract::apply_templates(&mut analysis, Some(&workflow), &templates, &pages);
         if args.json {
+            let template = analysis.template.as_ref().and_then(|t| {
+                let fields = t.output.as_ref()?;
+                Some(serde_json::json!({"issuer": t.issuer, "fields": fields}))
+            });
             println!(
                 "{}",
                 serde_json::json!({
                     "file": file, "media_type": media.as_str(), "pages": pages, "analysis": analysis,
-                    "invoice2data": template.map(|(issuer, fields)| serde_json::json!({"issuer": issuer, "fields": fields})),
+                    "invoice2data": template,
                 })
             );
             continue;
@@ -336,8 +396,17 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        if let Some((issuer, fields)) = template {
-            println!("invoice2data template {issuer}: {fields}");
+        match &analysis.template {
+            Some(t) => match (&t.output, &t.error) {
+                (Some(fields), _) => println!("invoice2data template {}: {fields}", t.issuer),
+                (None, e) => println!(
+                    "invoice2data template {} matched but gave nothing: {}",
+                    t.issuer,
+                    e.as_deref().unwrap_or("no reason")
+                ),
+            },
+            None if !templates.is_empty() => println!("invoice2data: no template matched"),
+            None => {}
         }
     }
     Ok(code)

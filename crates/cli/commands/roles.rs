@@ -7,6 +7,7 @@ use ironclad_api::{ApiConfig, AppState, IntakeLimits, RateLimit};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_queue::{Queue, StreamConfig};
+use ironclad_runtime::templates::TemplateCatalog;
 use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_runtime::{AuditSealer, Deliverer, Dispatcher, Reconciler, Worker};
 use ironclad_store::Store;
@@ -233,7 +234,11 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             faults.clone(),
         );
         if let Some(catalog) = catalog {
-            w = w.with_workflows(catalog);
+            // Cases read under a workflow also get the newest invoice2data template set
+            // loaded with `ironclad templates load` (the built-in reader applies it).
+            w = w
+                .with_workflows(catalog)
+                .with_templates(Arc::new(TemplateCatalog::new(store.clone())));
         }
         let w = Arc::new(w);
         tasks.spawn(w.run(shutdown.clone()));

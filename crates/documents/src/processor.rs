@@ -35,6 +35,9 @@ pub struct SourceInput {
     /// that worker loaded at start (a rolling restart must not mix versions in one case).
     /// `None` lets the processor resolve `workflow` from its own set.
     pub pinned_workflow: Option<crate::workflows::LoadedWorkflow>,
+    /// The invoice2data template set the case is pinned to, if any is loaded: applied to the
+    /// source's layout text after the workflow.
+    pub templates: Option<crate::workflows::LoadedTemplates>,
 }
 
 /// The result of processing one source.
@@ -371,6 +374,7 @@ mod tests {
             blob_path: path,
             workflow: None,
             pinned_workflow: None,
+            templates: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The workflows a processor can apply, as loaded into the database: shared by every
-//! processor that classifies and extracts (the built-in reader and the HTTP provider).
+//! processor that classifies and extracts (the built-in reader and the HTTP provider), and
+//! the invoice2data template set a case is read with.
 
 use ironclad_extract::Workflow;
 use std::collections::HashMap;
@@ -23,6 +24,24 @@ impl PartialEq for LoadedWorkflow {
 }
 
 impl Eq for LoadedWorkflow {}
+
+/// One stored invoice2data template set version, compiled.
+#[derive(Debug, Clone)]
+pub struct LoadedTemplates {
+    /// `template_sets.id` of the version.
+    pub id: Uuid,
+    /// The templates, in the set's file order.
+    pub templates: Arc<Vec<ironclad_extract::invoice2data::Template>>,
+}
+
+/// Two loaded template sets are the same when they are the same stored version.
+impl PartialEq for LoadedTemplates {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for LoadedTemplates {}
 
 /// Workflows by name, plus the one used when a case names none.
 #[derive(Debug, Clone, Default)]

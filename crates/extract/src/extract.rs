@@ -51,6 +51,10 @@ pub struct Candidate {
     /// evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_bbox: Option<BBox>,
+    /// For a value an invoice2data template read: the template's issuer. Its `pattern` is
+    /// then numbered after the field's patterns and labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 /// A match whose value the parser could not read: kept so "missing" can be explained.
@@ -166,10 +170,22 @@ fn extract_field(
         }
     }
     let Found {
-        mut candidates,
+        candidates,
         unreadable,
         ..
     } = found;
+    decide(&spec.name, spec.parser, spec.required, candidates, unreadable)
+}
+
+/// The fact a field's candidates make: the most confident is chosen, and a disagreeing one
+/// within [`CONFLICT_MARGIN`] of it is a conflict.
+pub(crate) fn decide(
+    field: &str,
+    parser: ParserKind,
+    required: bool,
+    mut candidates: Vec<Candidate>,
+    unreadable: Vec<Unreadable>,
+) -> Fact {
     // Stable sort on confidence alone: equal confidences keep discovery order, which is
     // pattern order, then page, then position.
     candidates.sort_by_key(|c| c.pattern);
@@ -181,9 +197,9 @@ fn extract_field(
         })
     });
     Fact {
-        field: spec.name.clone(),
-        parser: spec.parser,
-        missing_required: spec.required && chosen.is_none(),
+        field: field.to_owned(),
+        parser,
+        missing_required: required && chosen.is_none(),
         chosen,
         candidates,
         conflict,
@@ -229,6 +245,7 @@ impl Found {
                 value: parsed.value,
                 pattern,
                 label_bbox: None,
+                template: None,
             }),
             Err(ParseError::Empty) => {}
             Err(e) => self.push_unreadable(page, evidence.bbox, raw, &e),
@@ -264,6 +281,7 @@ impl Found {
                         value: parsed.value,
                         pattern: field.patterns.len() + hit.label,
                         label_bbox: Some(hit.bbox),
+                        template: None,
                     });
                     return;
                 }
@@ -346,7 +364,7 @@ fn longest_reading<'r>(
 
 /// Parses a value as the field declares; a unit stated by the label completes a bare number
 /// (the candidate keeps the text as printed).
-fn read(kind: ParserKind, field: &CompiledField, raw: &str) -> Result<parse::Parsed, ParseError> {
+pub(crate) fn read(kind: ParserKind, field: &CompiledField, raw: &str) -> Result<parse::Parsed, ParseError> {
     let with_unit = match &field.unit {
         Some(unit) if !raw.contains(char::is_alphabetic) => Some(format!("{raw} {unit}")),
         _ => None,

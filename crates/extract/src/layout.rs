@@ -175,6 +175,56 @@ impl<'p> PageLayout<'p> {
     }
 }
 
+/// A document's pages laid out in columns one after the other, each ended by a form feed as
+/// `pdftotext -layout` prints a PDF: the text invoice2data templates run on, with the way back
+/// from any range of it to its page and words.
+pub(crate) struct DocumentText<'p> {
+    text: String,
+    /// Each page's layout and where its text starts in `text`.
+    pages: Vec<(usize, PageLayout<'p>)>,
+}
+
+impl<'p> DocumentText<'p> {
+    pub fn columnar(pages: &'p [PageText]) -> Self {
+        let mut text = String::new();
+        let mut laid_out = Vec::with_capacity(pages.len());
+        for page in pages {
+            let layout = PageLayout::columnar(page);
+            laid_out.push((text.len(), layout));
+            if let Some((_, layout)) = laid_out.last() {
+                text.push_str(layout.text());
+            }
+            text.push_str("\n\u{c}");
+        }
+        DocumentText {
+            text,
+            pages: laid_out,
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// The page a range of [`Self::text`] starts on, the words it covers there (clipped to
+    /// that page) and their text as printed; `None` when it covers no word.
+    pub fn evidence(&self, range: Range<usize>) -> Option<(&'p PageText, SpanEvidence, &str)> {
+        let k = self
+            .pages
+            .partition_point(|(start, _)| *start <= range.start)
+            .checked_sub(1)?;
+        let (start, layout) = &self.pages[k];
+        let len = layout.text().len();
+        let local = (range.start - start).min(len)..range.end.saturating_sub(*start).min(len);
+        let evidence = layout.evidence(local.clone())?;
+        Some((layout.page, evidence, layout.text()[local].trim()))
+    }
+}
+
 /// The upper median (the middle value, or the higher of the two middle ones).
 pub(crate) fn median<T: Copy + PartialOrd>(values: &mut [T]) -> Option<T> {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));

@@ -29,6 +29,7 @@ mod keyvalue;
 mod layout;
 pub mod normalize;
 pub mod segment;
+pub mod templated;
 pub mod workflow;
 
 use ironclad_core::page::PageText;
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 pub use classify::{classify_page, PageClass};
 pub use extract::{extract, Candidate, Fact, Unreadable};
 pub use segment::{segment, Segment};
+pub use templated::{apply_templates, TemplateUse};
 pub use workflow::{Issue, Workflow, WorkflowError, WorkflowSpec};
 
 /// The result of reading one source against a workflow.
@@ -46,6 +48,10 @@ pub struct Analysis {
     pub pages: Vec<PageClass>,
     /// The documents found, in page order, with their facts.
     pub segments: Vec<SegmentResult>,
+    /// The invoice2data template that read the source, when one matched
+    /// ([`apply_templates`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateUse>,
 }
 
 /// One segment and what was extracted from it.
@@ -61,12 +67,7 @@ pub struct SegmentResult {
 /// the words' boxes, so text layers and OCR alike: what invoice2data templates are written
 /// against.
 pub fn layout_text(pages: &[PageText]) -> String {
-    let mut text = String::new();
-    for page in pages {
-        text.push_str(layout::PageLayout::columnar(page).text());
-        text.push_str("\n\u{c}");
-    }
-    text
+    layout::DocumentText::columnar(pages).into_text()
 }
 
 /// Classifies, segments and extracts `pages` (one source, in page order).
@@ -99,6 +100,7 @@ pub fn analyze(workflow: &Workflow, pages: &[PageText]) -> Analysis {
     Analysis {
         pages: classes,
         segments,
+        template: None,
     }
 }
 

@@ -259,6 +259,7 @@ fn check(
             value: parsed.value,
             pattern: PROVIDER_PATTERN,
             label_bbox: None,
+            template: None,
         },
         agrees_with_patterns,
     }))

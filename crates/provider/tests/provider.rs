@@ -105,6 +105,7 @@ fn source_of(dir: &tempfile::TempDir, bytes: &[u8], media_type: MediaType) -> So
         blob_path: path,
         workflow: None,
         pinned_workflow: None,
+        templates: None,
     }
 }
 

@@ -15,6 +15,7 @@ pub mod lease_keeper;
 pub mod metric_names;
 pub mod reading;
 pub mod reconciler;
+pub mod templates;
 pub mod webhooks;
 pub mod worker;
 pub mod workflows;

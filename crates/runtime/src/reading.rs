@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
+pub use ironclad_documents::workflows::{LoadedTemplates, LoadedWorkflow, WorkflowSet};
 
 /// Readers by Tesseract language set, created on first use: a workflow declares the languages
 /// its documents are written in, and Tesseract reads best with exactly those models loaded.
@@ -122,6 +122,7 @@ impl DocumentProcessor for ReadingProcessor {
             }
             let media = input.media_type;
             let wf = workflow.clone();
+            let templates = input.templates.clone();
             let path = input.blob_path.clone();
             // A job past its timeout drops this future: its read then stops taking page turns
             // from the files still being read.
@@ -132,8 +133,7 @@ impl DocumentProcessor for ReadingProcessor {
                     // Blobs are content-addressed and never rewritten: the verified bytes are
                     // what poppler reads at `path`.
                     let pages = reader.read_loaded_until(&path, &bytes, media, &flag)?;
-                    let analysis = wf.map(|w| ironclad_extract::analyze(&w.workflow, &pages));
-                    Ok((pages, analysis))
+                    Ok(analyze(wf.as_ref(), templates.as_ref(), pages))
                 },
             )
             .await
@@ -152,6 +152,9 @@ impl DocumentProcessor for ReadingProcessor {
                 "ocr_pages": ocr_pages,
                 "text_layer_pages": pages.len() - ocr_pages,
                 "workflow": name,
+                "template": analysis.as_ref().and_then(|a| a.template.as_ref()).map(|t| {
+                    serde_json::json!({"issuer": t.issuer, "matched": t.output.is_some(), "error": t.error})
+                }),
                 "segments": analysis.as_ref().map(|a| a.segments.iter().map(|s| {
                     serde_json::json!({"doc_type": s.segment.doc_type, "pages": s.segment.pages})
                 }).collect::<Vec<_>>()),
@@ -169,6 +172,25 @@ impl DocumentProcessor for ReadingProcessor {
     fn name(&self) -> &'static str {
         "reading"
     }
+}
+
+/// The workflow's analysis of the pages, with what the case's template set reads added (an
+/// analysis of the templates alone when the case has no workflow); `None` when neither
+/// applies.
+fn analyze(
+    workflow: Option<&LoadedWorkflow>,
+    templates: Option<&LoadedTemplates>,
+    pages: Vec<PageText>,
+) -> (Vec<PageText>, Option<Analysis>) {
+    let workflow = workflow.map(|w| w.workflow.as_ref());
+    let mut analysis = workflow.map(|w| ironclad_extract::analyze(w, &pages));
+    if let Some(t) = templates.filter(|t| !t.templates.is_empty()) {
+        let analysis = analysis.get_or_insert_with(|| {
+            ironclad_extract::templated::unclassified(&pages, "no workflow")
+        });
+        ironclad_extract::apply_templates(analysis, workflow, &t.templates, &pages);
+    }
+    (pages, analysis)
 }
 
 /// Sets its flag when dropped: the processing future was dropped, finished or not.

@@ -66,6 +66,7 @@ pub struct Worker {
     blobs: BlobStore,
     processor: Arc<dyn DocumentProcessor>,
     workflows: Option<Arc<WorkflowCatalog>>,
+    templates: Option<Arc<crate::templates::TemplateCatalog>>,
     config: RuntimeConfig,
     faults: Faults,
     owner: String,
@@ -101,6 +102,7 @@ impl Worker {
             blobs,
             processor,
             workflows: None,
+            templates: None,
             config,
             faults,
             owner,
@@ -111,6 +113,13 @@ impl Worker {
     /// [`WorkflowCatalog`]); without a catalog the processor resolves workflows itself.
     pub fn with_workflows(mut self, catalog: Arc<WorkflowCatalog>) -> Self {
         self.workflows = Some(catalog);
+        self
+    }
+
+    /// Reads every source with the invoice2data template set its case is pinned to (see
+    /// [`crate::templates::TemplateCatalog`]); without a catalog no template is applied.
+    pub fn with_templates(mut self, catalog: Arc<crate::templates::TemplateCatalog>) -> Self {
+        self.templates = Some(catalog);
         self
     }
 
@@ -330,6 +339,20 @@ impl Worker {
                 }
             }
         };
+        let templates = match &self.templates {
+            None => None,
+            Some(catalog) => {
+                let resolved = self
+                    .patiently("resolving the case's templates", || {
+                        templates_of(catalog, job.case_id)
+                    })
+                    .await?;
+                match resolved {
+                    Ok(t) => t,
+                    Err(message) => return Ok(internal(message)),
+                }
+            }
+        };
         let input = SourceInput {
             source_id,
             case_id: job.case_id,
@@ -339,6 +362,7 @@ impl Worker {
             blob_path,
             workflow: source.workflow,
             pinned_workflow,
+            templates,
         };
         let processor = self.processor.clone();
         let task = tokio::spawn(async move { processor.process(input).await });
@@ -659,6 +683,19 @@ impl Worker {
                 "shutdown grace elapsed; unfinished jobs will be rescued when their lease lapses"
             );
         }
+    }
+}
+
+/// The template set a case reads with, with store errors (retried by the caller) kept apart
+/// from an unusable set (the job fails).
+async fn templates_of(
+    catalog: &crate::templates::TemplateCatalog,
+    case: ironclad_core::CaseId,
+) -> Result<Result<Option<ironclad_documents::workflows::LoadedTemplates>, String>, StoreError> {
+    match catalog.for_case(case).await {
+        Ok(t) => Ok(Ok(t)),
+        Err(PinError::Store(e)) => Err(e),
+        Err(PinError::Unusable(m)) => Ok(Err(m)),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod reprocess;
 pub mod results;
 pub mod reviews;
 pub mod rulesets;
+pub mod templates;
 pub mod tenants;
 pub mod verify;
 pub mod webhooks;

@@ -2,6 +2,7 @@
 //! coercions (`int`, `float`, `date`) they share with the line and table parsers.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
 use super::lines::{self, LinesRule};
 use super::pyre::{PyRegex, PyReplacement};
@@ -123,10 +124,16 @@ impl Group {
     }
 }
 
-/// Runs one field; `Ok(None)` when invoice2data would leave it out of the output.
-pub(crate) fn run(t: &Template, field: &Field, text: &str) -> Result<Option<Py>, ExtractError> {
+/// Runs one field; `Ok(None)` when invoice2data would leave it out of the output. Where a
+/// pattern found its values in `text` is added to `found`, in order.
+pub(crate) fn run(
+    t: &Template,
+    field: &Field,
+    text: &str,
+    found: &mut Vec<Range<usize>>,
+) -> Result<Option<Py>, ExtractError> {
     let value = match &field.rule {
-        FieldRule::Regex(r) => regex_field(t, &field.key, r, text)?,
+        FieldRule::Regex(r) => regex_field(t, &field.key, r, text, found)?,
         FieldRule::Static(v) => Some(v.clone()),
         FieldRule::Lines(rules) => Some(Py::List(lines::parse_lines(t, &field.key, rules, text)?)),
         FieldRule::Skip => None,
@@ -140,14 +147,22 @@ fn regex_field(
     key: &str,
     r: &RegexField,
     text: &str,
+    places: &mut Vec<Range<usize>>,
 ) -> Result<Option<Py>, ExtractError> {
     let mut found: Vec<String> = Vec::new();
     for re in &r.regexes {
-        match re.findall(text) {
+        match re.findall_spans(text) {
             // Two or more groups: Python gets tuples and gives up on the field.
             None if re.is_match(text) => return Ok(None),
             None => {}
-            Some(matches) => found.extend(matches),
+            Some(matches) => {
+                for (value, place) in matches {
+                    if let Some(place) = place.filter(|p| !p.is_empty()) {
+                        places.push(place);
+                    }
+                    found.push(value);
+                }
+            }
         }
     }
     let found = found.into_iter().map(|v| {

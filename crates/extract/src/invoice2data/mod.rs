@@ -26,7 +26,10 @@ mod lines;
 mod load;
 pub mod pyre;
 mod pyvalue;
+mod traced;
 mod yaml;
+
+use std::ops::Range;
 
 use serde_json::{Map, Value as Json};
 use serde_yaml::Value as Yaml;
@@ -36,6 +39,7 @@ use fields::Field;
 use lines::{LinesRule, TableSpec};
 use pyre::{PyRegex, PyReplacement};
 use pyvalue::Py;
+use traced::Traced;
 
 /// Largest template file accepted, in bytes.
 pub const MAX_TEMPLATE_BYTES: usize = 1 << 20;
@@ -45,6 +49,36 @@ pub const MAX_PATTERNS: usize = 2048;
 
 /// Longest pattern, in characters.
 pub const MAX_PATTERN_CHARS: usize = 8192;
+
+/// Most templates one set may hold.
+pub const MAX_TEMPLATES: usize = 4096;
+
+/// Compiles a set of template files, given as (name, text): every template, or every file
+/// that cannot be read with the reason (and a refusal of the set when it is too large).
+pub fn compile_set<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Vec<Template>, Vec<(String, String)>> {
+    let mut templates = Vec::new();
+    let mut refused = Vec::new();
+    for (k, (name, text)) in files.into_iter().enumerate() {
+        if k == MAX_TEMPLATES {
+            refused.push((
+                name.to_owned(),
+                format!("a set holds at most {MAX_TEMPLATES} templates"),
+            ));
+            break;
+        }
+        match Template::from_yaml(text) {
+            Ok(t) => templates.push(t),
+            Err(e) => refused.push((name.to_owned(), e.to_string())),
+        }
+    }
+    if refused.is_empty() {
+        Ok(templates)
+    } else {
+        Err(refused)
+    }
+}
 
 /// One invoice2data template, compiled.
 #[derive(Debug, Clone)]
@@ -195,25 +229,34 @@ impl Template {
 
     /// invoice2data's `prepare_input`: the options' text transformations.
     pub fn prepare(&self, text: &str) -> String {
+        self.prepare_traced(text).into_text()
+    }
+
+    /// [`Template::prepare`], remembering where each byte of the result came from.
+    fn prepare_traced(&self, text: &str) -> Traced {
         let o = &self.options;
-        let mut s = if o.remove_whitespace {
-            text.split(' ').collect::<String>()
-        } else {
-            text.to_owned()
-        };
+        let mut s = Traced::new(text);
+        if o.remove_whitespace {
+            s = s.map_chars(|c| (c != ' ').then_some(c));
+        }
         if o.remove_accents {
-            use unicode_normalization::UnicodeNormalization;
+            use unicode_normalization::char::decompose_compatible;
             // NFKD, then the combining diacritics U+0300–U+0362, as invoice2data removes.
-            s = s
-                .nfkd()
-                .filter(|c| !('\u{300}'..='\u{362}').contains(c))
-                .collect();
+            s = s.map_chars(|c| {
+                let mut kept = Vec::new();
+                decompose_compatible(c, |d| {
+                    if !('\u{300}'..='\u{362}').contains(&d) {
+                        kept.push(d);
+                    }
+                });
+                kept
+            });
         }
         if o.lowercase {
-            s = s.to_lowercase();
+            s = s.map_chars(char::to_lowercase);
         }
         for (re, repl) in &o.replace {
-            s = re.sub(repl, &s).into_owned();
+            s = s.substitute(re, repl);
         }
         s
     }
@@ -240,10 +283,24 @@ impl Template {
         text: &str,
         read_area: &mut dyn FnMut(&Area) -> Option<String>,
     ) -> Result<Map<String, Json>, ExtractError> {
+        self.extract_traced(text, read_area).map(|e| e.fields)
+    }
+
+    /// [`Template::extract_with_areas`], also saying where in `text` each value was read.
+    pub fn extract_traced(
+        &self,
+        text: &str,
+        read_area: &mut dyn FnMut(&Area) -> Option<String>,
+    ) -> Result<Extraction, ExtractError> {
         if !self.matches(text) {
             return Err(ExtractError::NotMatched);
         }
-        self.extract_prepared(&self.prepare(text), read_area)
+        let mut extraction = self.extract_prepared(&self.prepare_traced(text), read_area)?;
+        // The issuer is known by the keywords that chose the template.
+        if let Some(at) = self.keywords.first().and_then(|k| k.find(text)) {
+            extraction.evidence.insert(0, ("issuer".to_owned(), at));
+        }
+        Ok(extraction)
     }
 
     /// The areas this template's fields ask for, in field order.
@@ -253,17 +310,31 @@ impl Template {
 
     fn extract_prepared(
         &self,
-        text: &str,
+        prepared: &Traced,
         read_area: &mut dyn FnMut(&Area) -> Option<String>,
-    ) -> Result<Map<String, Json>, ExtractError> {
+    ) -> Result<Extraction, ExtractError> {
+        let text = prepared.text();
         let mut out = Output::default();
+        let mut evidence = Vec::new();
         out.set("issuer", Py::Str(self.issuer.clone()));
         for field in &self.fields {
             // The area's text is used as read, without the options' transformations, as
             // invoice2data does.
             let area_text = field.area.as_ref().and_then(&mut *read_area);
-            if let Some(value) = fields::run(self, field, area_text.as_deref().unwrap_or(text))? {
+            let mut found = Vec::new();
+            let value = fields::run(
+                self,
+                field,
+                area_text.as_deref().unwrap_or(text),
+                &mut found,
+            )?;
+            if let Some(value) = value {
                 out.set(&field.key, value);
+                // A value read from an area's text has no place in the page's text.
+                if let (None, Some(first)) = (&area_text, found.first()) {
+                    evidence.retain(|(k, _)| k != &field.key);
+                    evidence.push((field.key.clone(), prepared.source_range(first.clone())));
+                }
             }
         }
         out.set("currency", Py::Str(self.options.currency.clone()));
@@ -287,8 +358,22 @@ impl Template {
             return Err(ExtractError::MissingRequired(missing));
         }
         out.set("desc", Py::Str(format!("Invoice from {}", self.issuer)));
-        Ok(out.0.into_iter().map(|(k, v)| (k, v.to_json())).collect())
+        Ok(Extraction {
+            fields: out.0.into_iter().map(|(k, v)| (k, v.to_json())).collect(),
+            evidence,
+        })
     }
+}
+
+/// What a template extracted, and from where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extraction {
+    /// The fields, as invoice2data's JSON output holds them.
+    pub fields: Map<String, Json>,
+    /// For each field read from the text (and `issuer`, from the first keyword), the byte
+    /// range of the input text its value came from: its first match when several were
+    /// grouped. Static values, areas and line items have none.
+    pub evidence: Vec<(String, Range<usize>)>,
 }
 
 /// The output dictionary, in insertion order like Python's.
@@ -322,8 +407,8 @@ pub fn select_template<'t>(templates: &'t [Template], text: &str) -> Option<&'t 
 /// for the reason).
 pub fn extract_with_templates(templates: &[Template], text: &str) -> Option<(String, Json)> {
     let t = select_template(templates, text)?;
-    let fields = t.extract_prepared(&t.prepare(text), &mut |_| None).ok()?;
-    Some((t.issuer.clone(), Json::Object(fields)))
+    let extraction = t.extract_prepared(&t.prepare_traced(text), &mut |_| None).ok()?;
+    Some((t.issuer.clone(), Json::Object(extraction.fields)))
 }
 
 #[cfg(test)]

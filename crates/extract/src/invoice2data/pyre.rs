@@ -22,6 +22,7 @@
 //! `\x1c`–`\x1f`.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use fancy_regex::{Regex, RegexBuilder};
 
@@ -84,6 +85,11 @@ impl PyRegex {
         )
     }
 
+    /// Where `re.search` finds its first match.
+    pub fn find(&self, text: &str) -> Option<Range<usize>> {
+        Some(self.search(text)?.get(0)?.range())
+    }
+
     /// Whether `re.search` finds anything.
     pub fn is_match(&self, text: &str) -> bool {
         self.re.is_match(text).unwrap_or(false)
@@ -93,6 +99,17 @@ impl PyRegex {
     /// else the group (empty when it did not take part). `None` for two or more groups,
     /// which invoice2data refuses.
     pub fn findall(&self, text: &str) -> Option<Vec<String>> {
+        Some(
+            self.findall_spans(text)?
+                .into_iter()
+                .map(|(found, _)| found)
+                .collect(),
+        )
+    }
+
+    /// [`PyRegex::findall`] with where each item was found in `text` (`None` for a group
+    /// that took no part).
+    pub fn findall_spans(&self, text: &str) -> Option<Vec<(String, Option<Range<usize>>)>> {
         let groups = self.groups();
         if groups > 1 {
             return None;
@@ -100,12 +117,11 @@ impl PyRegex {
         let mut out = Vec::new();
         for caps in self.re.captures_iter(text) {
             let Ok(caps) = caps else { break };
-            let m = if groups == 0 {
-                caps.get(0)
-            } else {
-                caps.get(1)
-            };
-            out.push(m.map_or("", |m| m.as_str()).to_owned());
+            let m = caps.get(groups);
+            out.push((
+                m.map_or("", |m| m.as_str()).to_owned(),
+                m.map(|m| m.range()),
+            ));
         }
         Some(out)
     }
@@ -126,9 +142,38 @@ impl PyRegex {
         out
     }
 
-    /// `re.sub(pattern, repl, text)` with a Python replacement template.
+    /// `re.sub(pattern, repl, text)` with a Python replacement template. A search past the
+    /// backtrack limit ends the substitution there (the rest of the text stays as it is).
     pub fn sub<'t>(&self, repl: &PyReplacement, text: &'t str) -> Cow<'t, str> {
-        self.re.replace_all(text, repl.rust.as_str())
+        let mut replacements = self.sub_each(repl, text).peekable();
+        if replacements.peek().is_none() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for (range, replacement) in replacements {
+            out.push_str(&text[last..range.start]);
+            out.push_str(&replacement);
+            last = range.end;
+        }
+        out.push_str(&text[last..]);
+        Cow::Owned(out)
+    }
+
+    /// What `re.sub` replaces, match by match: each matched range of `text` and what it
+    /// becomes, in order.
+    pub fn sub_each<'a>(
+        &'a self,
+        repl: &'a PyReplacement,
+        text: &'a str,
+    ) -> impl Iterator<Item = (Range<usize>, String)> + 'a {
+        self.re.captures_iter(text).map_while(move |caps| {
+            let caps = caps.ok()?;
+            let range = caps.get(0)?.range();
+            let mut replacement = String::new();
+            caps.expand(&repl.rust, &mut replacement);
+            Some((range, replacement))
+        })
     }
 }
 
