@@ -26,6 +26,7 @@
 //! test database are kept for inspection.
 
 mod report;
+mod templates;
 
 use anyhow::{bail, ensure, Context, Result};
 use ironclad_testkit::{wait_for, TestDb};

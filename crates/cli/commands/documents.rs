@@ -47,6 +47,9 @@ pub enum TemplatesCommand {
     Load {
         /// Directory searched recursively for .yml/.yaml/.json templates.
         dir: PathBuf,
+        /// Store the templates that compile and list the others, instead of storing nothing.
+        #[arg(long)]
+        skip_invalid: bool,
     },
 }
 
@@ -165,7 +168,9 @@ fn load_templates(dir: &Path) -> anyhow::Result<(Vec<Template>, Refused)> {
 pub async fn templates(c: &Connections, cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
     let (dir, json) = match cmd {
         TemplatesCommand::Import { dir, json } => (dir, json),
-        TemplatesCommand::Load { dir } => return load_template_set(c, &dir).await,
+        TemplatesCommand::Load { dir, skip_invalid } => {
+            return load_template_set(c, &dir, skip_invalid).await
+        }
     };
     let (ok, failed) = load_templates(&dir)?;
     if json {
@@ -195,12 +200,21 @@ pub async fn templates(c: &Connections, cmd: TemplatesCommand) -> anyhow::Result
     })
 }
 
-/// `ironclad templates load DIR`: every file must compile, or nothing is stored.
-async fn load_template_set(c: &Connections, dir: &Path) -> anyhow::Result<ExitCode> {
+/// `ironclad templates load DIR`: every file must compile, or nothing is stored (with
+/// `--skip-invalid`, those that do not are left out and listed).
+async fn load_template_set(
+    c: &Connections,
+    dir: &Path,
+    skip_invalid: bool,
+) -> anyhow::Result<ExitCode> {
     let mut paths = Vec::new();
     template_files(dir, &mut paths).with_context(|| format!("listing {}", dir.display()))?;
     paths.sort();
-    anyhow::ensure!(!paths.is_empty(), "{}: no .yml, .yaml or .json template", dir.display());
+    anyhow::ensure!(
+        !paths.is_empty(),
+        "{}: no .yml, .yaml or .json template",
+        dir.display()
+    );
     anyhow::ensure!(
         paths.len() <= MAX_TEMPLATES,
         "{}: {} templates; a set holds at most {MAX_TEMPLATES}",
@@ -215,17 +229,27 @@ async fn load_template_set(c: &Connections, dir: &Path) -> anyhow::Result<ExitCo
             "{}: {size} bytes; a template may have at most {MAX_TEMPLATE_BYTES}",
             path.display()
         );
-        let yaml = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let yaml =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let name = path.strip_prefix(dir).unwrap_or(path).display().to_string();
         files.push(ironclad_store::templates::TemplateFile { name, yaml });
     }
     if let Err(refused) = compile_set(files.iter().map(|f| (f.name.as_str(), f.yaml.as_str()))) {
-        eprintln!("{} template(s) refused; nothing stored:", refused.len());
-        for (name, reason) in &refused {
-            eprintln!("  {name}: {reason}");
+        if !skip_invalid {
+            eprintln!(
+                "{} template(s) refused; nothing stored (--skip-invalid stores the rest):",
+                refused.len()
+            );
+            for (name, reason) in &refused {
+                eprintln!("  {name}: {reason}");
+            }
+            return Ok(ExitCode::from(2));
         }
-        return Ok(ExitCode::from(2));
+        for (name, reason) in &refused {
+            eprintln!("skipped {name}: {reason}");
+        }
+        files.retain(|f| !refused.iter().any(|(name, _)| name == &f.name));
+        anyhow::ensure!(!files.is_empty(), "no template compiles; nothing stored");
     }
     let count = files.len();
     let store = connect_store(c).await?;

@@ -174,7 +174,13 @@ fn extract_field(
         unreadable,
         ..
     } = found;
-    decide(&spec.name, spec.parser, spec.required, candidates, unreadable)
+    decide(
+        &spec.name,
+        spec.parser,
+        spec.required,
+        candidates,
+        unreadable,
+    )
 }
 
 /// The fact a field's candidates make: the most confident is chosen, and a disagreeing one
@@ -364,7 +370,11 @@ fn longest_reading<'r>(
 
 /// Parses a value as the field declares; a unit stated by the label completes a bare number
 /// (the candidate keeps the text as printed).
-pub(crate) fn read(kind: ParserKind, field: &CompiledField, raw: &str) -> Result<parse::Parsed, ParseError> {
+pub(crate) fn read(
+    kind: ParserKind,
+    field: &CompiledField,
+    raw: &str,
+) -> Result<parse::Parsed, ParseError> {
     let with_unit = match &field.unit {
         Some(unit) if !raw.contains(char::is_alphabetic) => Some(format!("{raw} {unit}")),
         _ => None,

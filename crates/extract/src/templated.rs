@@ -162,10 +162,12 @@ fn add_to_segment(
     }
     let result = &mut analysis.segments[s];
     let doc_type = result.segment.doc_type.clone().unwrap_or_default();
-    let declared = workflow.and_then(|w| w.compiled_type(&doc_type)).and_then(|(spec, c)| {
-        let k = spec.fields.iter().position(|f| f.name == value.field)?;
-        Some((&spec.fields[k], &c.fields[k]))
-    });
+    let declared = workflow
+        .and_then(|w| w.compiled_type(&doc_type))
+        .and_then(|(spec, c)| {
+            let k = spec.fields.iter().position(|f| f.name == value.field)?;
+            Some((&spec.fields[k], &c.fields[k]))
+        });
     match declared {
         Some((spec, compiled)) => {
             let Some(fact) = result.facts.iter_mut().find(|f| f.field == spec.name) else {
@@ -189,7 +191,13 @@ fn add_to_segment(
                 }),
             }
             let candidates = std::mem::take(&mut fact.candidates);
-            *fact = decide(&spec.name, spec.parser, spec.required, candidates, unreadable);
+            *fact = decide(
+                &spec.name,
+                spec.parser,
+                spec.required,
+                candidates,
+                unreadable,
+            );
         }
         None => {
             result.facts.retain(|f| f.field != value.field);
@@ -315,7 +323,10 @@ document_types:
         let templates = [Template::from_yaml(TEMPLATE).unwrap()];
         let pages = [page()];
         let mut analysis = crate::analyze(&workflow, &pages);
-        assert_eq!(analysis.segments[0].segment.doc_type.as_deref(), Some("invoice"));
+        assert_eq!(
+            analysis.segments[0].segment.doc_type.as_deref(),
+            Some("invoice")
+        );
         apply_templates(&mut analysis, Some(&workflow), &templates, &pages);
 
         let number = fact(&analysis, "invoice_number");
@@ -364,10 +375,17 @@ document_types:
             analysis.segments[0].segment.doc_type.as_deref(),
             Some(TEMPLATE_DOC_TYPE)
         );
-        assert_eq!(analysis.pages[0].doc_type.as_deref(), Some(TEMPLATE_DOC_TYPE));
+        assert_eq!(
+            analysis.pages[0].doc_type.as_deref(),
+            Some(TEMPLATE_DOC_TYPE)
+        );
         assert_eq!(analysis.pages[0].reason, None);
         assert_eq!(
-            fact(&analysis, "invoice_number").chosen.as_ref().unwrap().value,
+            fact(&analysis, "invoice_number")
+                .chosen
+                .as_ref()
+                .unwrap()
+                .value,
             Value::Text("INV-42".into())
         );
     }

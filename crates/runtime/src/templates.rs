@@ -65,7 +65,11 @@ impl TemplateCatalog {
             id,
             templates: Arc::new(compiled),
         };
-        tracing::info!(version, templates = loaded.templates.len(), "template set loaded");
+        tracing::info!(
+            version,
+            templates = loaded.templates.len(),
+            "template set loaded"
+        );
         self.lock().insert(id, loaded.clone());
         Ok(loaded)
     }

@@ -88,7 +88,7 @@ impl Store {
             let inserted = sqlx::query_scalar::<_, Uuid>(SET_LOAD)
                 .bind(Uuid::now_v7())
                 .bind(&sha)
-                .bind(&json)
+                .bind(json)
                 .bind(count)
                 .fetch_optional(self.pool())
                 .await;
@@ -124,7 +124,10 @@ impl Store {
 
     /// The set a case reads with: the one it is pinned to, else the newest, which is pinned
     /// now (first writer wins, and the winner is returned). `None` while no set is loaded.
-    pub async fn case_template_set(&self, case: ironclad_core::CaseId) -> StoreResult<Option<Uuid>> {
+    pub async fn case_template_set(
+        &self,
+        case: ironclad_core::CaseId,
+    ) -> StoreResult<Option<Uuid>> {
         let latest: Option<Uuid> = sqlx::query_scalar(SET_LATEST_ID)
             .fetch_optional(self.pool())
             .await?;

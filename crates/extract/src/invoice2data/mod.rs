@@ -407,7 +407,9 @@ pub fn select_template<'t>(templates: &'t [Template], text: &str) -> Option<&'t 
 /// for the reason).
 pub fn extract_with_templates(templates: &[Template], text: &str) -> Option<(String, Json)> {
     let t = select_template(templates, text)?;
-    let extraction = t.extract_prepared(&t.prepare_traced(text), &mut |_| None).ok()?;
+    let extraction = t
+        .extract_prepared(&t.prepare_traced(text), &mut |_| None)
+        .ok()?;
     Some((t.issuer.clone(), Json::Object(extraction.fields)))
 }
 

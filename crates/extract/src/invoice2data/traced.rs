@@ -50,7 +50,10 @@ impl Traced {
         let mut out = Builder::with_capacity(self.text.len());
         let mut last = 0;
         for (range, replacement) in re.sub_each(repl, &self.text) {
-            out.copy(&self.text[last..range.start], &self.origin[last..range.start]);
+            out.copy(
+                &self.text[last..range.start],
+                &self.origin[last..range.start],
+            );
             let from = self.source_range(range.clone());
             for c in replacement.chars() {
                 out.push_char(c, from.clone());
