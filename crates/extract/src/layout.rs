@@ -273,8 +273,8 @@ struct Fragment<'w> {
 
 impl Fragment<'_> {
     /// Columns from this fragment's start to the first character whose centre lies right of
-    /// `x`: characters spread evenly over each word, and the space between two words spanning
-    /// their gap.
+    /// `x`: characters spread over each word in proportion to their usual widths (see
+    /// [`glyph_width`]), and the space between two words spanning their gap.
     fn columns_before(&self, x: f64) -> usize {
         let mut offset = 0;
         let mut previous_end: Option<f64> = None;
@@ -290,14 +290,50 @@ impl Fragment<'_> {
                 };
             }
             if x < x1 {
-                let within = (x - x0) / (x1 - x0) * len as f64;
-                return offset + (within.round() as usize).min(len);
+                let total: f64 = w.text.chars().map(glyph_width).sum();
+                let target = (x - x0) / (x1 - x0) * total;
+                let mut before = 0.0;
+                let mut left_of_x = 0;
+                for c in w.text.chars() {
+                    let width = glyph_width(c);
+                    if before + width / 2.0 >= target {
+                        break;
+                    }
+                    before += width;
+                    left_of_x += 1;
+                }
+                return offset + left_of_x;
             }
             offset += len + 1;
             previous_end = Some(x1);
         }
         self.chars
     }
+}
+
+/// A character's advance in Helvetica, in thousandths of the font size (its AFM metrics):
+/// word boxes say where a word is, not where its letters are, and poppler places columns by
+/// its letters' real edges. Sans-serif and most proportional fonts are close to these; other
+/// characters count as a digit.
+fn glyph_width(c: char) -> f64 {
+    const ASCII: [u16; 95] = [
+        278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278,
+        278, // ' '../
+        556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584,
+        556, // 0..?
+        1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722,
+        778, // @..O
+        667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469,
+        556, // P.._
+        333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556,
+        556, // `..o
+        556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584, // p..~
+    ];
+    let code = u32::from(c);
+    (32..127)
+        .contains(&code)
+        .then(|| ASCII[(code - 32) as usize])
+        .map_or(556.0, f64::from)
 }
 
 /// The page's non-blank words as its reader grouped them into lines (`Word::line`), lines in
@@ -450,6 +486,17 @@ pub(crate) mod tests {
             rotation: 0,
             words,
         }
+    }
+
+    #[test]
+    fn columns_inside_a_word_follow_its_letters_widths() {
+        // `illWWW` over 0..1: the narrow letters take a sixth of it, not half.
+        let mut page = grid_page(&["illWWW"], 1.0);
+        page.words[0].bbox.x1 = 1.0;
+        let fragments = fragments(&page);
+        assert_eq!(fragments[0].columns_before(0.3), 3, "past i, l, l");
+        assert_eq!(fragments[0].columns_before(0.1), 2);
+        assert_eq!(fragments[0].columns_before(0.99), 6);
     }
 
     #[test]
