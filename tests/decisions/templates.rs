@@ -13,6 +13,7 @@ use super::*;
 /// give as invoice2data does (the same list `ironclad extract --templates` passes).
 const COMPARE: &[&str] = &[
     "FlipkartInvoice",
+    "NetpresseInvoice",
     "QualityHosting",
     "SammyMaystoneLinesTest",
     "coolblue1",

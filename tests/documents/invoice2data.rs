@@ -13,10 +13,10 @@ mod compare;
 
 /// The compare cases `ironclad extract` gets right, of the eight invoice2data passes.
 /// Missing: `AmazonWebServices` (its line items need exactly four leading spaces, and our
-/// columns put the item one further right than poppler does) and `NetpresseInvoice` (its date
-/// is read from an `area`, which needs the page size the reader does not keep yet).
+/// columns put the item one further right than poppler does).
 const PASSING: &[&str] = &[
     "FlipkartInvoice",
+    "NetpresseInvoice",
     "QualityHosting",
     "SammyMaystoneLinesTest",
     "coolblue1",

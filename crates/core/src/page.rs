@@ -83,6 +83,11 @@ pub struct PageText {
     pub confidence: f32,
     /// Rotation applied before reading, in degrees clockwise (0, 90, 180, 270).
     pub rotation: u16,
+    /// Width and height of the page as read (after rotation), in PDF points (1/72 inch), when
+    /// known: what turns a rectangle given in pixels at some resolution into the page's
+    /// normalized coordinates (invoice2data's `area`). An image without a resolution has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_pt: Option<[f32; 2]>,
     /// Words in reading order.
     pub words: Vec<Word>,
 }
@@ -125,6 +130,7 @@ mod tests {
             method: ReadMethod::TextLayer,
             confidence: 1.0,
             rotation: 0,
+            size_pt: None,
             words: vec![word("Invoice", 0), word("No.", 0), word("42", 1)],
         };
         assert_eq!(page.text(), "Invoice No.\n42");

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fuzzy::{self, Phrase};
 use crate::layout::PageLayout;
+use crate::normalize::fold_str;
 use crate::workflow::{CompiledKeyword, CompiledType, Workflow};
 
 /// One page's classification.
@@ -76,11 +77,15 @@ pub(crate) fn classify_layout(
         return unknown("the workflow declares no document type".into());
     };
     if *best <= 0.0 {
-        return unknown("no keyword of any document type was found".into());
+        return unknown(format!(
+            "no keyword of any document type was found{}",
+            near_miss_title(workflow, layout, &page)
+        ));
     }
     if best < min_score {
         return unknown(format!(
-            "best match {best_id} ({best:.2}) is below its minimum score {min_score:.2}"
+            "best match {best_id} ({best:.2}) is below its minimum score {min_score:.2}{}",
+            near_miss_title(workflow, layout, &page)
         ));
     }
     if let Some((second_id, second, ..)) = scored.get(1) {
@@ -157,6 +162,76 @@ fn has_title(compiled: &CompiledType, page: &PageForms<'_>, title: &Phrase) -> b
             line = marker.replace_all(&line, " ").into_owned();
         }
         title.ends_line(&fuzzy::skeleton(&line))
+    })
+}
+
+/// Edits beyond a title's tolerance still reported as a near miss: further off, a line is
+/// not a damaged title but other text.
+const NEAR_MISS_EXTRA_EDITS: u32 = 3;
+
+/// For an UNKNOWN page: the line that came closest to some type's title and why it did not
+/// count (`; the closest line to a title is …`), or nothing when no line comes near. This is
+/// what tells a reader whether the page is another kind of document or a damaged one.
+fn near_miss_title(workflow: &Workflow, layout: &PageLayout<'_>, page: &PageForms<'_>) -> String {
+    struct Miss<'a> {
+        excess: u32,
+        line: &'a str,
+        doc_type: &'a str,
+        title: &'a str,
+        why: String,
+    }
+    let mut best: Option<Miss<'_>> = None;
+    let printed = layout.text().lines();
+    let lines = page.text.lines().zip(printed).zip(&page.may_title);
+    for ((folded, printed), &may_title) in lines {
+        let skeleton = fuzzy::skeleton(folded);
+        if skeleton.is_empty() {
+            continue;
+        }
+        for (spec, compiled) in workflow.types() {
+            let titles = spec.recognition.keywords.iter().zip(&compiled.keywords);
+            for (keyword, compiled_keyword) in titles {
+                let (CompiledKeyword::Title(phrase, _), Some(title)) =
+                    (compiled_keyword, keyword.text.as_deref())
+                else {
+                    continue;
+                };
+                // A title that was found counted already: the page is short of something else.
+                if has_title(compiled, page, phrase) {
+                    continue;
+                }
+                let tolerance = Phrase::title_tolerance(&fold_str(title));
+                let edits = phrase.distance_in(&skeleton);
+                let excess = edits.saturating_sub(tolerance);
+                if excess > NEAR_MISS_EXTRA_EDITS
+                    || 2 * edits as usize >= phrase.len()
+                    || best.as_ref().is_some_and(|b| b.excess <= excess)
+                {
+                    continue;
+                }
+                let why = if excess > 0 {
+                    format!("{edits} edits, {tolerance} allowed")
+                } else if !may_title {
+                    "printed smaller than the page's text, or starting in lower case".into()
+                } else {
+                    "the line goes on after it".into()
+                };
+                best = Some(Miss {
+                    excess,
+                    line: printed,
+                    doc_type: &spec.id,
+                    title,
+                    why,
+                });
+            }
+        }
+    }
+    best.map_or_else(String::new, |m| {
+        let line: String = m.line.trim().chars().take(60).collect();
+        format!(
+            "; the closest line to a title is {line:?}, like {}'s {:?} ({})",
+            m.doc_type, m.title, m.why
+        )
     })
 }
 
@@ -316,6 +391,34 @@ document_types:
         - {text: commercial invoice, title: true, weight: 0.6}
       continuation: ['\(continued\)']
 "#;
+
+    #[test]
+    fn an_unknown_page_names_the_line_closest_to_a_title_and_why_it_missed() {
+        let wf = Workflow::from_yaml(TITLED).unwrap();
+        // Four slips in `bill of lading` (two allowed).
+        let c = classify_page(&wf, &grid_page(&["BIXX OF LAXXNG", "shipper"], 1.0));
+        assert_eq!(
+            c.reason.as_deref(),
+            Some(
+                "no keyword of any document type was found; the closest line to a title is \
+                 \"BIXX OF LAXXNG\", like bill_of_lading's \"bill of lading\" (4 edits, 2 allowed)"
+            )
+        );
+        // The title's words, but a reference follows them on the line.
+        let c = classify_page(&wf, &grid_page(&["Bill of lading 12345678"], 1.0));
+        assert!(
+            c.reason
+                .as_deref()
+                .is_some_and(|r| r.ends_with("(the line goes on after it)")),
+            "{c:?}"
+        );
+        // Nothing like a title: the reason stays short.
+        let c = classify_page(&wf, &grid_page(&["lorem ipsum dolor"], 1.0));
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("no keyword of any document type was found")
+        );
+    }
 
     #[test]
     fn a_noisy_title_still_names_the_page_and_starts_a_document() {

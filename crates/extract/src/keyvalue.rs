@@ -424,6 +424,7 @@ mod tests {
             method: ReadMethod::TextLayer,
             confidence: 1.0,
             rotation: 0,
+            size_pt: None,
             words: words
                 .iter()
                 .map(|&(text, x0, y0, x1, line)| Word {

@@ -484,6 +484,7 @@ pub(crate) mod tests {
             method: ReadMethod::TextLayer,
             confidence,
             rotation: 0,
+            size_pt: None,
             words,
         }
     }
@@ -549,6 +550,7 @@ pub(crate) mod tests {
             method: ReadMethod::TextLayer,
             confidence: 1.0,
             rotation: 0,
+            size_pt: None,
             words,
         }
     }

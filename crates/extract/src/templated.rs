@@ -9,7 +9,11 @@
 //! - A segment the workflow could not type (or every page, with no workflow) becomes an
 //!   [`TEMPLATE_DOC_TYPE`] when a value lands in it: the supplier's keywords and its required
 //!   fields recognised the document.
-//! - What has no place on a page (static values, the currency, line items, an `area`) stays in
+//! - A field read from an `area` reads the words whose centre lies in that rectangle of the
+//!   pages (pixels at the area's resolution, over the page's size in points), laid out the same
+//!   way. A page whose size is unknown (an image without a resolution) cannot be cropped, and
+//!   the field reads the whole text, as invoice2data does with readers that cannot crop.
+//! - What has no place on a page (static values, the currency, line items) stays in
 //!   [`TemplateUse::output`] only: a fact needs evidence.
 
 use ironclad_core::page::PageText;
@@ -19,7 +23,7 @@ use serde_json::Value as Json;
 
 use crate::classify::PageClass;
 use crate::extract::{self, decide, round, Candidate, Unreadable};
-use crate::invoice2data::{select_template, Template};
+use crate::invoice2data::{select_template, Area, Template};
 use crate::layout::DocumentText;
 use crate::segment::Segment;
 use crate::workflow::Workflow;
@@ -94,7 +98,19 @@ pub fn apply_templates(
     let Some(template) = select_template(templates, document.text()) else {
         return;
     };
-    let extraction = match template.extract_traced(document.text(), &mut |_| None) {
+    let cropped: Vec<(Area, Vec<PageText>)> = template
+        .areas()
+        .filter_map(|area| Some((*area, crop(pages, area)?)))
+        .collect();
+    let areas: Vec<(Area, DocumentText<'_>)> = cropped
+        .iter()
+        .map(|(area, pages)| (*area, DocumentText::columnar(pages)))
+        .collect();
+    let area_text = |area: &Area| {
+        let (_, text) = areas.iter().find(|(a, _)| a == area)?;
+        Some(text.text().to_owned())
+    };
+    let extraction = match template.extract_traced(document.text(), &mut |a| area_text(a)) {
         Ok(extraction) => extraction,
         Err(e) => {
             analysis.template = Some(TemplateUse {
@@ -109,10 +125,15 @@ pub fn apply_templates(
     let values: Vec<TemplateValue<'_>> = extraction
         .evidence
         .iter()
-        .filter(|(field, _)| !NOT_READ.contains(&field.as_str()))
-        .filter_map(|(field, range)| {
+        .filter(|e| !NOT_READ.contains(&e.field.as_str()))
+        .filter_map(|e| {
+            let field = &e.field;
             let json = extraction.fields.get(field)?.clone();
-            let (page, evidence, raw) = document.evidence(range.clone())?;
+            let text = match &e.area {
+                Some(area) => &areas.iter().find(|(a, _)| a == area)?.1,
+                None => &document,
+            };
+            let (page, evidence, raw) = text.evidence(e.range.clone())?;
             let value = value_of(&json)?;
             Some(TemplateValue {
                 field: field.clone(),
@@ -211,6 +232,37 @@ fn add_to_segment(
             ));
         }
     }
+}
+
+/// The pages an area covers, each keeping only the words whose centre lies in its rectangle;
+/// `None` when a page it covers has no known size (or the area is empty or makes no sense).
+fn crop(pages: &[PageText], area: &Area) -> Option<Vec<PageText>> {
+    if area.resolution <= 0 || area.width <= 0 || area.height <= 0 {
+        return None;
+    }
+    let points = |px: i64| px as f64 * 72.0 / area.resolution as f64;
+    let (x0, y0) = (points(area.x), points(area.y));
+    let (x1, y1) = (x0 + points(area.width), y0 + points(area.height));
+    let covered = |p: &&PageText| {
+        let number = i64::from(p.index) + 1;
+        area.first_page <= number && number <= area.last_page
+    };
+    pages
+        .iter()
+        .filter(covered)
+        .map(|page| {
+            let [w, h] = page.size_pt?;
+            let (w, h) = (f64::from(w), f64::from(h));
+            let mut kept = page.clone();
+            kept.words.retain(|word| {
+                let b = word.bbox.normalized();
+                let cx = f64::from(b.x0 + b.x1) / 2.0 * w;
+                let cy = f64::from(b.y0 + b.y1) / 2.0 * h;
+                (x0..x1).contains(&cx) && (y0..y1).contains(&cy)
+            });
+            Some(kept)
+        })
+        .collect()
 }
 
 /// Types an UNKNOWN segment as [`TEMPLATE_DOC_TYPE`], with the workflow's fields of that
@@ -408,5 +460,55 @@ document_types:
         assert_eq!(number.value, Value::Text("inv-42".into()));
         assert_eq!(number.raw, "INV-42", "as printed");
         assert_eq!(number.bbox, pages[0].words[4].bbox);
+    }
+
+    #[test]
+    fn an_area_reads_only_the_words_inside_its_rectangle() {
+        // Dates on lines 1 (y = 0.02) and 5 (y = 0.10); the area, at 72 DPI on a 100 × 100
+        // point page, covers y from 8 to 20 points: only the second date.
+        let yaml = r#"
+issuer: Acme Corp
+keywords: [Acme]
+required_fields: [date]
+fields:
+  date:
+    parser: regex
+    area: {f: 1, l: 1, r: 72, x: 0, y: 8, W: 100, H: 12}
+    regex: (\d{2}\.\d{2}\.\d{4})
+    type: date
+options:
+  date_formats: ["%d.%m.%Y"]
+"#;
+        let templates = [Template::from_yaml(yaml).unwrap()];
+        let lines = [
+            "Acme Corp",
+            "Issued 01.02.2024",
+            "x",
+            "x",
+            "x",
+            "Due 15.03.2024",
+        ];
+        let mut page = grid_page(&lines, 1.0);
+        page.size_pt = Some([100.0, 100.0]);
+        let pages = [page];
+        let mut analysis = unclassified(&pages, "no workflow");
+        apply_templates(&mut analysis, None, &templates, &pages);
+        let date = fact(&analysis, "date").chosen.as_ref().unwrap();
+        assert_eq!(date.value, Value::Date(Date::new(2024, 3, 15).unwrap()));
+        assert_eq!(date.bbox, pages[0].words.last().unwrap().bbox);
+
+        // Without the page's size the area cannot be cropped: the whole text is read, and
+        // both dates make a list, as invoice2data gives — not one value with a place.
+        let mut page = pages[0].clone();
+        page.size_pt = None;
+        let pages = [page];
+        let mut analysis = unclassified(&pages, "no workflow");
+        apply_templates(&mut analysis, None, &templates, &pages);
+        let output = analysis.template.as_ref().unwrap().output.as_ref().unwrap();
+        assert_eq!(
+            output["date"],
+            serde_json::json!(["2024-02-01", "2024-03-15"])
+        );
+        assert!(analysis.segments[0].facts.iter().all(|f| f.field != "date"));
     }
 }

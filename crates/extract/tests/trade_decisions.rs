@@ -76,6 +76,7 @@ fn pages(pdf: &Path) -> Option<Vec<PageText>> {
             method: ReadMethod::TextLayer,
             confidence: 1.0,
             rotation: 0,
+            size_pt: None,
             words,
         });
     }

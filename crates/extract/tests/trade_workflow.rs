@@ -87,6 +87,7 @@ fn pages(pdf: &Path, order: Order) -> Option<Vec<PageText>> {
             method: ReadMethod::TextLayer,
             confidence: 1.0,
             rotation: 0,
+            size_pt: None,
             words,
         });
     }
@@ -422,6 +423,7 @@ fn ocr_pages(image: &Path) -> Option<Vec<PageText>> {
                     method: ReadMethod::Ocr,
                     confidence: 0.0,
                     rotation: 0,
+                    size_pt: None,
                     words: vec![],
                 });
                 line_key = None;

@@ -97,6 +97,7 @@ mod tests {
             method: ReadMethod::Ocr,
             confidence: 0.9,
             rotation: 90,
+            size_pt: None,
             words: vec![],
         };
         assert!(cache.get("abc").is_none());

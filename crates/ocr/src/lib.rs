@@ -392,6 +392,7 @@ impl PageReader {
                     method: ReadMethod::TextLayer,
                     confidence: 1.0,
                     rotation: 0,
+                    size_pt: layer.size_pt,
                     words: layer.words,
                 })
             })
@@ -649,13 +650,23 @@ impl PageReader {
                 "rule lines removed"
             );
         }
+        let (width, height) = (img.width, img.height);
         let (rotation, words) =
             ocr::read_with_deadline(&self.ocr, img, dpi, index + 1, deadline, turn)?;
+        // Pixels at a known resolution are a size in points; a quarter turn swaps the sides.
+        let size_pt = dpi.filter(|d| *d > 0).map(|d| {
+            let points = |px: u32| px as f32 * 72.0 / d as f32;
+            match rotation {
+                90 | 270 => [points(height), points(width)],
+                _ => [points(width), points(height)],
+            }
+        });
         let page = PageText {
             index,
             method: ReadMethod::Ocr,
             confidence: engine::mean_confidence(&words),
             rotation,
+            size_pt,
             words,
         };
         if let (Some(cache), Some(key)) = (&self.cache, &pixel_key) {
@@ -702,7 +713,8 @@ impl PageReader {
 fn cache_key(parts: &[&[u8]]) -> String {
     let mut h = Sha256::new();
     // 2: words from the result iterator, no fixed-pitch pass, image resolution hints.
-    h.update(b"ironclad-ocr/2\0");
+    // 3: pages carry their size in points.
+    h.update(b"ironclad-ocr/3\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());

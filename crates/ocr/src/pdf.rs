@@ -133,6 +133,8 @@ fn parse_pdfinfo(text: &str) -> Option<PdfInfo> {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct TextLayer {
     pub words: Vec<Word>,
+    /// The page's width and height in points, as pdftotext reports them.
+    pub size_pt: Option<[f32; 2]>,
 }
 
 impl TextLayer {
@@ -206,7 +208,10 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
             "page" => {
                 page_w = attr(tag, "width").unwrap_or(0.0);
                 page_h = attr(tag, "height").unwrap_or(0.0);
-                pages.push(TextLayer::default());
+                pages.push(TextLayer {
+                    words: Vec::new(),
+                    size_pt: (page_w > 0.0 && page_h > 0.0).then_some([page_w, page_h]),
+                });
                 line = None;
                 next_line = 0;
             }

@@ -361,6 +361,7 @@ fn words_from_the_cache_are_cleaned_like_words_just_read() {
         method: ReadMethod::Ocr,
         confidence: 0.9,
         rotation: 0,
+        size_pt: None,
         words: vec![
             word("Ship\0per", 0.1),
             word("\0\u{1b}", 0.3),

@@ -488,6 +488,7 @@ mod tests {
             method: ReadMethod::TextLayer,
             confidence,
             rotation: 0,
+            size_pt: None,
             words,
         }
     }

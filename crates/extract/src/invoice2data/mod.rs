@@ -298,7 +298,14 @@ impl Template {
         let mut extraction = self.extract_prepared(&self.prepare_traced(text), read_area)?;
         // The issuer is known by the keywords that chose the template.
         if let Some(at) = self.keywords.first().and_then(|k| k.find(text)) {
-            extraction.evidence.insert(0, ("issuer".to_owned(), at));
+            extraction.evidence.insert(
+                0,
+                Evidence {
+                    field: "issuer".to_owned(),
+                    range: at,
+                    area: None,
+                },
+            );
         }
         Ok(extraction)
     }
@@ -330,10 +337,18 @@ impl Template {
             )?;
             if let Some(value) = value {
                 out.set(&field.key, value);
-                // A value read from an area's text has no place in the page's text.
-                if let (None, Some(first)) = (&area_text, found.first()) {
-                    evidence.retain(|(k, _)| k != &field.key);
-                    evidence.push((field.key.clone(), prepared.source_range(first.clone())));
+                if let Some(first) = found.first() {
+                    evidence.retain(|e: &Evidence| e.field != field.key);
+                    // An area's text is read as it is: its ranges need no tracing back.
+                    let (range, area) = match &area_text {
+                        Some(_) => (first.clone(), field.area),
+                        None => (prepared.source_range(first.clone()), None),
+                    };
+                    evidence.push(Evidence {
+                        field: field.key.clone(),
+                        range,
+                        area,
+                    });
                 }
             }
         }
@@ -370,10 +385,21 @@ impl Template {
 pub struct Extraction {
     /// The fields, as invoice2data's JSON output holds them.
     pub fields: Map<String, Json>,
-    /// For each field read from the text (and `issuer`, from the first keyword), the byte
-    /// range of the input text its value came from: its first match when several were
-    /// grouped. Static values, areas and line items have none.
-    pub evidence: Vec<(String, Range<usize>)>,
+    /// Where each field read from the text came from (and `issuer`: the first keyword).
+    /// Static values and line items have none.
+    pub evidence: Vec<Evidence>,
+}
+
+/// Where one extracted value was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The field.
+    pub field: String,
+    /// The bytes its value (its first match, when several were grouped) came from: of the
+    /// input text, or of the area's text when `area` is set.
+    pub range: Range<usize>,
+    /// The area the field was read from, when the caller gave its text.
+    pub area: Option<Area>,
 }
 
 /// The output dictionary, in insertion order like Python's.
