@@ -86,6 +86,29 @@ pub trait DocumentProcessor: Send + Sync + 'static {
     fn name(&self) -> &'static str;
 }
 
+/// The source's bytes, checked against the SHA-256 recorded at intake: what every processor
+/// reads before anything else. A blob that cannot be read is retryable (a disk or mount
+/// hiccup); one whose bytes changed is terminal (it will not heal, and reading it would give a
+/// decision on a file nobody submitted). Hashing runs on the blocking pool.
+pub async fn read_verified(input: &SourceInput) -> Result<Vec<u8>, ProcessorError> {
+    let bytes = tokio::fs::read(&input.blob_path).await.map_err(|e| {
+        ProcessorError::Retryable(format!("reading blob {}: {e}", input.blob_path.display()))
+    })?;
+    let expected = input.sha256.to_ascii_lowercase();
+    tokio::task::spawn_blocking(move || {
+        let actual = hex::encode(Sha256::digest(&bytes));
+        if actual == expected {
+            Ok(bytes)
+        } else {
+            Err(ProcessorError::Terminal(format!(
+                "blob corrupted: sha256 is {actual}, intake recorded {expected}"
+            )))
+        }
+    })
+    .await
+    .map_err(|e| ProcessorError::Terminal(format!("hashing the blob crashed: {e}")))?
+}
+
 /// The processor until OCR arrives: reads the blob, checks it still has the SHA-256 recorded
 /// at intake, and counts its pages again.
 #[derive(Debug, Clone)]
@@ -115,21 +138,9 @@ impl DocumentProcessor for StandInProcessor {
     fn process(&self, input: SourceInput) -> ProcessFuture<'_> {
         let limits = self.limits;
         Box::pin(async move {
-            let bytes = tokio::fs::read(&input.blob_path).await.map_err(|e| {
-                ProcessorError::Retryable(format!(
-                    "reading blob {}: {e}",
-                    input.blob_path.display()
-                ))
-            })?;
-            let expected = input.sha256.to_ascii_lowercase();
-            // Hashing and parsing are CPU work: keep them off the async threads.
+            let bytes = read_verified(&input).await?;
+            // Parsing is CPU work: keep it off the async threads.
             let (inspection, len) = tokio::task::spawn_blocking(move || {
-                let actual = hex::encode(Sha256::digest(&bytes));
-                if actual != expected {
-                    return Err(ProcessorError::Terminal(format!(
-                        "blob corrupted: sha256 is {actual}, intake recorded {expected}"
-                    )));
-                }
                 inspect(&bytes, &limits)
                     .map(|inspection| (inspection, bytes.len()))
                     .map_err(|e| ProcessorError::Terminal(e.to_string()))

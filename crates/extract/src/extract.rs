@@ -183,34 +183,62 @@ fn extract_field(
     )
 }
 
-/// The fact a field's candidates make: the most confident is chosen, and a disagreeing one
-/// within [`CONFLICT_MARGIN`] of it is a conflict.
+/// The fact a field's candidates make (see [`Fact::choose`]).
 pub(crate) fn decide(
     field: &str,
     parser: ParserKind,
     required: bool,
-    mut candidates: Vec<Candidate>,
+    candidates: Vec<Candidate>,
     unreadable: Vec<Unreadable>,
 ) -> Fact {
-    // Stable sort on confidence alone: equal confidences keep discovery order, which is
-    // pattern order, then page, then position.
-    candidates.sort_by_key(|c| c.pattern);
-    candidates.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
-    let chosen = candidates.first().cloned();
-    let conflict = chosen.as_ref().is_some_and(|best| {
-        candidates.iter().any(|c| {
-            !same_value(&c.value, &best.value) && c.confidence >= best.confidence - CONFLICT_MARGIN
-        })
-    });
-    Fact {
+    let mut fact = Fact {
         field: field.to_owned(),
         parser,
-        missing_required: required && chosen.is_none(),
-        chosen,
+        missing_required: required,
+        chosen: None,
         candidates,
-        conflict,
+        conflict: false,
         unreadable,
+    };
+    fact.choose();
+    fact
+}
+
+impl Fact {
+    /// Chooses among the candidates, as every reader of a field does (patterns, labels,
+    /// templates, a provider): the most confident, ties to the earlier pattern; at most
+    /// [`MAX_CANDIDATES`] kept; a disagreeing candidate within [`CONFLICT_MARGIN`] of the
+    /// chosen one is a conflict. A required field is missing only while nothing is chosen.
+    pub fn choose(&mut self) {
+        // Stable sort on confidence alone: equal confidences keep discovery order, which is
+        // pattern order, then page, then position.
+        self.candidates.sort_by_key(|c| c.pattern);
+        self.candidates
+            .sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+        self.candidates.truncate(MAX_CANDIDATES);
+        self.chosen = self.candidates.first().cloned();
+        self.conflict = self.chosen.as_ref().is_some_and(|best| {
+            self.candidates.iter().any(|c| {
+                !same_value(&c.value, &best.value)
+                    && c.confidence >= best.confidence - CONFLICT_MARGIN
+            })
+        });
+        self.missing_required &= self.chosen.is_none();
     }
+}
+
+/// Reads `raw` as field `field` of document type `doc_type` would be: its parser, with the
+/// unit its label states and the workflow's locale hints layered as compiled. `None` when the
+/// type has no such field.
+pub fn read_field(
+    workflow: &Workflow,
+    doc_type: &str,
+    field: &str,
+    raw: &str,
+) -> Option<Result<parse::Parsed, ParseError>> {
+    let (spec, compiled) = workflow.compiled_type(doc_type)?;
+    let k = spec.fields.iter().position(|f| f.name == field)?;
+    Some(read(spec.fields[k].parser, &compiled.fields[k], raw))
 }
 
 #[derive(Default)]

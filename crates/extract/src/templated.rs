@@ -183,51 +183,38 @@ fn add_to_segment(
     }
     let result = &mut analysis.segments[s];
     let doc_type = result.segment.doc_type.clone().unwrap_or_default();
-    let declared = workflow
-        .and_then(|w| w.compiled_type(&doc_type))
-        .and_then(|(spec, c)| {
-            let k = spec.fields.iter().position(|f| f.name == value.field)?;
-            Some((&spec.fields[k], &c.fields[k]))
-        });
+    let mut candidate = value.candidate;
+    let declared = workflow.and_then(|w| {
+        let fact = result.facts.iter_mut().find(|f| f.field == value.field)?;
+        let reading = extract::read_field(w, &doc_type, &value.field, &candidate.raw)?;
+        let (spec, compiled) = w.compiled_type(&doc_type)?;
+        let k = spec.fields.iter().position(|f| f.name == value.field)?;
+        let after = compiled.fields[k].patterns.len() + compiled.fields[k].labels.len();
+        Some((fact, reading, after))
+    });
     match declared {
-        Some((spec, compiled)) => {
-            let Some(fact) = result.facts.iter_mut().find(|f| f.field == spec.name) else {
-                return;
-            };
-            let mut candidate = value.candidate;
-            let mut unreadable = std::mem::take(&mut fact.unreadable);
-            match extract::read(spec.parser, compiled, &candidate.raw) {
-                Ok(parsed) => {
-                    candidate.pattern = compiled.patterns.len() + compiled.labels.len();
-                    candidate.certainty = parsed.certainty;
-                    candidate.confidence = round(candidate.ocr_confidence * parsed.certainty);
-                    candidate.value = parsed.value;
-                    fact.candidates.push(candidate);
-                }
-                Err(e) => unreadable.push(Unreadable {
-                    page: candidate.page,
-                    bbox: candidate.bbox,
-                    raw: candidate.raw,
-                    error: format!("template {}: {e}", value.json),
-                }),
-            }
-            let candidates = std::mem::take(&mut fact.candidates);
-            *fact = decide(
-                &spec.name,
-                spec.parser,
-                spec.required,
-                candidates,
-                unreadable,
-            );
+        Some((fact, Ok(parsed), after)) => {
+            candidate.pattern = after;
+            candidate.certainty = parsed.certainty;
+            candidate.confidence = round(candidate.ocr_confidence * parsed.certainty);
+            candidate.value = parsed.value;
+            fact.candidates.push(candidate);
+            fact.choose();
         }
+        Some((fact, Err(e), _)) => fact.unreadable.push(Unreadable {
+            page: candidate.page,
+            bbox: candidate.bbox,
+            raw: candidate.raw,
+            error: format!("template {}: {e}", value.json),
+        }),
         None => {
             result.facts.retain(|f| f.field != value.field);
-            let parser = value.candidate.value.kind();
+            let parser = candidate.value.kind();
             result.facts.push(decide(
                 &value.field,
                 parser,
                 false,
-                vec![value.candidate],
+                vec![candidate],
                 Vec::new(),
             ));
         }

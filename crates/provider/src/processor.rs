@@ -7,12 +7,11 @@ use crate::config::{ConfigError, ProviderConfig};
 use crate::verify::{merge, verify, Verification};
 use ironclad_core::page::{PageText, ReadMethod};
 use ironclad_documents::processor::{
-    DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
+    read_verified, DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_extract::Analysis;
 use ironclad_ocr::{PageReader, ReadError};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 pub use ironclad_documents::workflows::{
@@ -54,27 +53,18 @@ impl OpenAiProvider {
             .for_input(&input)
             .map_err(ProcessorError::Terminal)?;
         let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
-        let bytes = tokio::fs::read(&input.blob_path).await.map_err(|e| {
-            ProcessorError::Retryable(format!("reading blob {}: {e}", input.blob_path.display()))
-        })?;
-        let expected = input.sha256.to_ascii_lowercase();
+        let bytes = read_verified(&input).await?;
         let reader = self.reader.clone();
         let media = input.media_type;
         let wf = workflow.as_ref().map(|w| w.workflow.clone());
-        // Hashing, reading and analysis are CPU work: keep them off the async threads.
+        // Reading and analysis are CPU work: keep them off the async threads.
         let (pages, analysis) = tokio::task::spawn_blocking(move || {
-            let actual = hex::encode(Sha256::digest(&bytes));
-            if actual != expected {
-                return Err(ProcessorError::Terminal(format!(
-                    "blob corrupted: sha256 is {actual}, intake recorded {expected}"
-                )));
-            }
             let pages = reader.read_bytes(&bytes, media).map_err(|e| match e {
                 ReadError::Terminal(m) => ProcessorError::Terminal(m),
                 ReadError::Retryable(m) => ProcessorError::Retryable(m),
             })?;
             let analysis = wf.map(|w| ironclad_extract::analyze(&w, &pages));
-            Ok((pages, analysis))
+            Ok::<_, ProcessorError>((pages, analysis))
         })
         .await
         .map_err(|e| ProcessorError::Terminal(format!("page reading crashed: {e}")))??;

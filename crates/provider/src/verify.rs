@@ -23,11 +23,10 @@
 //! already found adds nothing (it is reported as agreeing).
 
 use ironclad_core::page::{BBox, PageText};
-use ironclad_core::parse::{self, ParseHints, ParserKind};
-use ironclad_extract::extract::{round, same_value};
-use ironclad_extract::extract::{CONFLICT_MARGIN, MAX_CANDIDATES};
+use ironclad_core::parse::ParserKind;
+use ironclad_extract::extract::{read_field, round, same_value};
 use ironclad_extract::normalize::{fold, fold_str, Folded};
-use ironclad_extract::workflow::{DocumentTypeSpec, FieldSpec, Hints};
+use ironclad_extract::workflow::DocumentTypeSpec;
 use ironclad_extract::{Candidate, Fact, Workflow};
 use serde::Serialize;
 use serde_json::Map;
@@ -229,19 +228,14 @@ fn check(
         .ok_or(Rejection::NotInText)?;
     let (bbox, ocr_confidence) = layout.evidence(range.clone()).ok_or(Rejection::NotInText)?;
     let raw = layout.text[range].trim();
-    let with_unit = match &field.unit {
-        Some(unit) if !raw.contains(char::is_alphabetic) => Some(format!("{raw} {unit}")),
-        _ => None,
-    };
-    let parsed = parse::parse(
-        field.parser,
-        with_unit.as_deref().unwrap_or(raw),
-        &hints(workflow, spec, field),
-    )
-    .map_err(|e| Rejection::Unparseable {
-        parser: field.parser,
-        error: e.to_string(),
-    })?;
+    let parsed = read_field(workflow, &spec.id, name, raw)
+        .ok_or_else(|| Rejection::UnknownField {
+            doc_type: doc_type.to_owned(),
+        })?
+        .map_err(|e| Rejection::Unparseable {
+            parser: field.parser,
+            error: e.to_string(),
+        })?;
     let agrees_with_patterns = facts.iter().filter(|f| f.field == name).any(|f| {
         f.candidates
             .iter()
@@ -276,42 +270,8 @@ pub fn merge(facts: &mut [Fact], accepted: &[Accepted]) {
         // Idempotent: a second merge replaces the provider's earlier value.
         fact.candidates.retain(|c| c.pattern != PROVIDER_PATTERN);
         fact.candidates.push(a.candidate.clone());
-        fact.candidates.sort_by_key(|c| c.pattern);
-        fact.candidates
-            .sort_by(|x, y| y.confidence.total_cmp(&x.confidence));
-        fact.candidates.truncate(MAX_CANDIDATES);
-        fact.chosen = fact.candidates.first().cloned();
-        fact.conflict = fact.chosen.as_ref().is_some_and(|best| {
-            fact.candidates.iter().any(|c| {
-                !same_value(&c.value, &best.value)
-                    && c.confidence >= best.confidence - CONFLICT_MARGIN
-            })
-        });
-        fact.missing_required &= fact.chosen.is_none();
+        fact.choose();
     }
-}
-
-/// The field's parse hints: workflow, then document type, then field, each overriding only
-/// what it sets (as `ironclad_extract` compiles them).
-fn hints(workflow: &Workflow, doc: &DocumentTypeSpec, field: &FieldSpec) -> ParseHints {
-    let layers: [&Hints; 3] = [
-        &workflow.spec().parse_hints,
-        &doc.parse_hints,
-        &field.parse_hints,
-    ];
-    let mut out = ParseHints::default();
-    for h in layers {
-        if let Some(c) = h.decimal_separator {
-            out.decimal_separator = Some(c);
-        }
-        if let Some(c) = &h.default_currency {
-            out.default_currency = Some(c.clone());
-        }
-        if let Some(o) = h.date_order {
-            out.date_order = o;
-        }
-    }
-    out
 }
 
 fn quote(value: &serde_json::Value) -> String {
@@ -606,7 +566,7 @@ document_types:
         assert!((number.confidence - 0.8 * 0.9).abs() < 1e-9, "{number:?}");
         // The field's unit completes the bare weight, and the workflow's currency the total.
         assert!(
-            matches!(&v.accepted[2].candidate.value, parse::Value::Weight { unit, .. } if unit == "kg")
+            matches!(&v.accepted[2].candidate.value, ironclad_core::parse::Value::Weight { unit, .. } if unit == "kg")
         );
         let codes: Vec<(&str, &str)> = v
             .rejected

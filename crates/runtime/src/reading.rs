@@ -4,12 +4,11 @@
 
 use ironclad_core::page::PageText;
 use ironclad_documents::processor::{
-    DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
+    read_verified, DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_extract::{Analysis, Workflow};
 use ironclad_ocr::{PageBudget, PageCache, PageReader, ReadError, ReadOptions};
 use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -110,16 +109,7 @@ impl DocumentProcessor for ReadingProcessor {
             let reader = self
                 .readers
                 .for_workflow(workflow.as_ref().map(|w| w.workflow.as_ref()));
-            let bytes = tokio::fs::read(&input.blob_path)
-                .await
-                .map_err(|e| ProcessorError::Retryable(format!("reading blob: {e}")))?;
-            let actual = hex::encode(Sha256::digest(&bytes));
-            if actual != input.sha256 {
-                return Err(ProcessorError::Terminal(format!(
-                    "blob corrupted: sha256 is {actual}, intake recorded {}",
-                    input.sha256
-                )));
-            }
+            let bytes = read_verified(&input).await?;
             let media = input.media_type;
             let wf = workflow.clone();
             let templates = input.templates.clone();
