@@ -297,7 +297,7 @@ async fn build_processor(
     tracing::info!(workflow = %name, version = version.version, "workflow loaded");
     // Every workflow loaded so far (its newest version) can be asked for by a case; one loaded
     // later is picked up when the worker restarts.
-    let mut set = ironclad_runtime::reading::WorkflowSet {
+    let mut set = ironclad_reading::WorkflowSet {
         default: Some(name.clone()),
         ..Default::default()
     };
@@ -310,7 +310,7 @@ async fn build_processor(
             Ok(w) => {
                 set.by_name.insert(
                     stored.name.clone(),
-                    ironclad_runtime::reading::LoadedWorkflow {
+                    ironclad_reading::LoadedWorkflow {
                         id: stored.id,
                         workflow: Arc::new(w),
                     },
@@ -325,7 +325,7 @@ async fn build_processor(
     if s.workflow.is_some() || !set.by_name.contains_key(&name) {
         set.by_name.insert(
             name,
-            ironclad_runtime::reading::LoadedWorkflow {
+            ironclad_reading::LoadedWorkflow {
                 id: version.id,
                 workflow: Arc::new(workflow),
             },
@@ -350,7 +350,7 @@ async fn build_processor(
         languages: s.ocr_languages.clone(),
         ..ironclad_ocr::ReadOptions::default()
     };
-    let readers = ironclad_runtime::reading::ReaderPool::new(options.clone(), cache.clone());
+    let readers = ironclad_reading::ReaderPool::new(options.clone(), cache.clone());
     if s.processor == "openai" {
         let url = s
             .provider_url
@@ -368,9 +368,7 @@ async fn build_processor(
         return Ok((Arc::new(provider), Some(catalog)));
     }
     Ok((
-        Arc::new(ironclad_runtime::reading::ReadingProcessor::new(
-            readers, set,
-        )),
+        Arc::new(ironclad_reading::ReadingProcessor::new(readers, set)),
         Some(catalog),
     ))
 }

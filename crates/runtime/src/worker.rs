@@ -408,7 +408,7 @@ impl Worker {
             StepOutcome::Done(processed) => {
                 let result =
                     serde_json::json!({ "pages": processed.pages, "summary": processed.summary });
-                let results = crate::reading::source_results(processed);
+                let results = crate::results::source_results(processed);
                 let finalize_attempts = self.config.retry.max_attempts;
                 let stored = self
                     .patiently("committing the result", || {

@@ -11,7 +11,7 @@ mod common;
 use ironclad_core::{CaseId, JobId, SourceId};
 use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 use ironclad_extract::Workflow;
-use ironclad_runtime::reading::{ReaderPool, ReadingProcessor};
+use ironclad_reading::{ReaderPool, ReadingProcessor};
 use ironclad_runtime::worker::Handled;
 use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_store::intake::{IntakeOutcome, NewCase, NewSource};
