@@ -262,12 +262,17 @@ impl<'p> LabelPage<'p> {
     }
 
     /// The words of `row` (left to right) from its first, up to a wide gap, a rule mark, a
-    /// label word or a word ending in a colon (the next, undeclared, label: `INV-1 Date: …`).
-    /// A label word first means the label has no value there.
+    /// label word, a word ending in a colon (the next, undeclared, label: `INV-1 Date: …`) or
+    /// a number mark with the word before it (`BOOKING No.`, another undeclared label). A
+    /// label word first means the label has no value there.
     fn run(&self, row: &[usize], cw: f64) -> Vec<usize> {
         let mut out: Vec<usize> = Vec::new();
         for &i in row {
             let word = &self.page.words[i];
+            if !out.is_empty() && is_number_mark(&word.text) {
+                out.pop();
+                break;
+            }
             if self.label_words[i]
                 || is_rule_mark(word)
                 || (!out.is_empty() && word.text.trim_end().ends_with(':'))
@@ -378,6 +383,16 @@ fn skew(lines: &[Vec<usize>], boxes: &[BBox]) -> f64 {
     median(&mut slopes).unwrap_or(0.0)
 }
 
+/// Whether a word says "number" the way a label does (`No.`, `N°`, `Nr`, `#`, `Number`): after
+/// a name, it makes that name a label (`BOOKING No.`), not a value.
+fn is_number_mark(text: &str) -> bool {
+    let bare = text.trim_end_matches([':', '.']).to_lowercase();
+    matches!(
+        bare.as_str(),
+        "no" | "n°" | "nº" | "nr" | "#" | "number" | "numéro" | "numero" | "nummer"
+    )
+}
+
 /// A word that is a table border or rule as OCR read it: nothing but bars, brackets, dashes
 /// and the like, or a lone `l`/`I`.
 fn is_rule_mark(word: &Word) -> bool {
@@ -485,6 +500,37 @@ mod tests {
             texts(&p, &p.values(&hc[0], &container.value_at)),
             ["TGHU9458075"]
         );
+    }
+
+    #[test]
+    fn a_name_followed_by_a_number_mark_is_a_label_not_a_value() {
+        // B/L No.   BOOKING No.          (the booking label is not declared)
+        // ONEY123   BK-77
+        let pg = page(&[
+            ("B/L", 0.10, 0.20, 0.13, 0),
+            ("No.", 0.14, 0.20, 0.17, 0),
+            ("BOOKING", 0.20, 0.20, 0.28, 0),
+            ("No.", 0.29, 0.20, 0.32, 0),
+            ("ONEY123", 0.10, 0.215, 0.17, 1),
+            ("BK-77", 0.20, 0.215, 0.25, 1),
+        ]);
+        let f = field("['b/l no']", "[right, below]");
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&f, None);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at)), ["ONEY123"]);
+        // On one row, the value stops where the next label's name begins.
+        let pg = page(&[
+            ("B/L", 0.10, 0.20, 0.13, 0),
+            ("No.", 0.14, 0.20, 0.17, 0),
+            ("ONEY123", 0.19, 0.20, 0.26, 0),
+            ("BOOKING", 0.28, 0.20, 0.36, 0),
+            ("No.", 0.37, 0.20, 0.40, 0),
+            ("BK-77", 0.42, 0.20, 0.47, 0),
+        ]);
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&f, None);
+        assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at))[0], "ONEY123");
     }
 
     #[test]
