@@ -281,6 +281,23 @@ impl Rig {
         Ok(key.to_owned())
     }
 
+    /// Ends a test: a failure panics with the tail of the server's log and keeps the rig's
+    /// directory (log, blobs) and database for inspection; success cleans them up.
+    async fn finish(self, server: Server, outcome: Result<()>) {
+        if let Err(err) = outcome {
+            let tail = server.log_tail(60);
+            drop(server);
+            let kept = self.dir.keep();
+            panic!(
+                "{err:#}\n{tail}\nkept: {} and database {}",
+                kept.display(),
+                self.db.name
+            );
+        }
+        drop(server);
+        self.db.drop_database().await;
+    }
+
     fn start(&self) -> Result<Server> {
         let log = self.dir.path().join("ironclad-all.log");
         let out = File::create(&log)?;
@@ -662,18 +679,7 @@ async fn every_dossier_gets_its_known_decision_through_the_api() {
     let rig = Rig::new().await.expect("rig");
     let mut server = rig.start().expect("starting ironclad all");
     let outcome = scenario(&rig, &mut server).await;
-    if let Err(err) = outcome {
-        let tail = server.log_tail(60);
-        drop(server);
-        let kept = rig.dir.keep();
-        panic!(
-            "{err:#}\n{tail}\nkept: {} and database {}",
-            kept.display(),
-            rig.db.name
-        );
-    }
-    drop(server);
-    rig.db.drop_database().await;
+    rig.finish(server, outcome).await;
 }
 
 async fn scenario(rig: &Rig, server: &mut Server) -> Result<()> {

@@ -9,17 +9,9 @@
 
 use super::*;
 
-/// invoice2data's compare cases whose `invoice_number`, `amount` and `date` the pipeline must
-/// give as invoice2data does (the same list `ironclad extract --templates` passes).
-const COMPARE: &[&str] = &[
-    "FlipkartInvoice",
-    "NetpresseInvoice",
-    "QualityHosting",
-    "SammyMaystoneLinesTest",
-    "coolblue1",
-    "free_fiber",
-    "oyo",
-];
+#[allow(dead_code)] // the corpus's comparison helpers this test does not need
+#[path = "../../crates/extract/tests/support/compare.rs"]
+mod compare;
 
 fn fixture_templates() -> PathBuf {
     Path::new(ROOT).join("tests/fixtures/templates")
@@ -35,18 +27,7 @@ async fn templates_loaded_into_the_database_give_facts_with_evidence_through_the
         Ok(()) => templates_scenario(&rig, &mut server).await,
         Err(e) => Err(e),
     };
-    if let Err(err) = outcome {
-        let tail = server.log_tail(60);
-        drop(server);
-        let kept = rig.dir.keep();
-        panic!(
-            "{err:#}\n{tail}\nkept: {} and database {}",
-            kept.display(),
-            rig.db.name
-        );
-    }
-    drop(server);
-    rig.db.drop_database().await;
+    rig.finish(server, outcome).await;
 }
 
 /// The set the scenario reads with: the fixtures' templates, plus invoice2data's library
@@ -82,7 +63,7 @@ fn load_sets(rig: &Rig) -> Result<()> {
             std::fs::copy(&path, dir.join(name))?;
         }
     }
-    if let Some(corpus) = i2d_corpus() {
+    if let Some(corpus) = compare::corpus() {
         let library = corpus.join("templates");
         let status = Command::new("cp")
             .arg("-r")
@@ -106,17 +87,6 @@ fn load_sets(rig: &Rig) -> Result<()> {
     Ok(())
 }
 
-fn i2d_corpus() -> Option<PathBuf> {
-    let dir = match std::env::var_os("IRONCLAD_I2D_CORPUS") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(ROOT)
-            .ancestors()
-            .map(|a| a.join("shared/corpus/invoice2data"))
-            .find(|d| d.is_dir())?,
-    };
-    dir.is_dir().then_some(dir)
-}
-
 async fn templates_scenario(rig: &Rig, server: &mut Server) -> Result<()> {
     let api = Api {
         base: format!("http://127.0.0.1:{}", rig.port),
@@ -132,11 +102,11 @@ async fn templates_scenario(rig: &Rig, server: &mut Server) -> Result<()> {
         let id = submit_file(&api, &invoices.join(file), &format!("templates-{file}")).await?;
         cases.push((file, id));
     }
-    let corpus = i2d_corpus();
+    let corpus = compare::corpus();
     let mut compare_cases = Vec::new();
     match &corpus {
         Some(corpus) => {
-            for case in COMPARE {
+            for case in compare::PASSING_THROUGH_THE_PRODUCT {
                 let pdf = corpus.join("compare").join(format!("{case}.pdf"));
                 compare_cases.push((case, submit_file(&api, &pdf, case).await?));
             }
