@@ -318,6 +318,19 @@ struct Api {
 }
 
 impl Api {
+    /// The rig's API with a new operator key, once it answers `/readyz`.
+    async fn ready(rig: &Rig, server: &mut Server) -> Result<Api> {
+        let api = Api {
+            base: format!("http://127.0.0.1:{}", rig.port),
+            key: rig.operator_key()?,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()?,
+        };
+        api.wait_ready(server).await?;
+        Ok(api)
+    }
+
     async fn wait_ready(&self, server: &mut Server) -> Result<()> {
         let deadline = Instant::now() + SETTLE;
         loop {
@@ -705,14 +718,7 @@ async fn scenario(rig: &Rig, server: &mut Server) -> Result<()> {
         }
     }
 
-    let api = Api {
-        base: format!("http://127.0.0.1:{}", rig.port),
-        key: rig.operator_key()?,
-        http: reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()?,
-    };
-    api.wait_ready(server).await?;
+    let api = Api::ready(rig, server).await?;
 
     let mut cases = Vec::new();
     for (dir, truth) in &truths {

@@ -88,14 +88,7 @@ fn load_sets(rig: &Rig) -> Result<()> {
 }
 
 async fn templates_scenario(rig: &Rig, server: &mut Server) -> Result<()> {
-    let api = Api {
-        base: format!("http://127.0.0.1:{}", rig.port),
-        key: rig.operator_key()?,
-        http: reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()?,
-    };
-    api.wait_ready(server).await?;
+    let api = Api::ready(rig, server).await?;
     let invoices = Path::new(ROOT).join("tests/fixtures/generated/set-01");
     let mut cases = Vec::new();
     for file in ["commercial-invoice.pdf", "commercial-invoice.scan.pdf"] {
