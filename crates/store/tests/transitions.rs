@@ -490,3 +490,50 @@ async fn results_are_stored_with_the_success_and_workflows_are_versioned() -> an
     db.drop_database().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn template_sets_are_versioned_and_a_case_keeps_the_set_it_was_first_read_with(
+) -> anyhow::Result<()> {
+    use ironclad_store::templates::TemplateFile;
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("acme").await?;
+    let (early, late) = (new_case(tenant, 1, None), new_case(tenant, 1, None));
+    store.commit_intake(&early).await?;
+    store.commit_intake(&late).await?;
+    // No set loaded: nothing to pin.
+    assert_eq!(store.case_template_set(early.case_id).await?, None);
+
+    let file = |name: &str, yaml: &str| TemplateFile {
+        name: name.into(),
+        yaml: yaml.into(),
+    };
+    let (v1, created) = store
+        .load_template_set(vec![file("b.yml", "issuer: B"), file("a.yml", "issuer: A")])
+        .await?;
+    assert!(created);
+    assert_eq!(v1.version, 1);
+    assert_eq!(v1.files[0].name, "a.yml", "stored in name order");
+    // The same files, listed in another order: the same version.
+    let (again, created) = store
+        .load_template_set(vec![file("a.yml", "issuer: A"), file("b.yml", "issuer: B")])
+        .await?;
+    assert!(!created);
+    assert_eq!(again.id, v1.id);
+
+    assert_eq!(store.case_template_set(early.case_id).await?, Some(v1.id));
+    let (v2, _) = store
+        .load_template_set(vec![file("a.yml", "issuer: A2")])
+        .await?;
+    assert_eq!(v2.version, 2);
+    // A set loaded mid-case does not change the case; a case first read now gets it.
+    assert_eq!(store.case_template_set(early.case_id).await?, Some(v1.id));
+    assert_eq!(store.case_template_set(late.case_id).await?, Some(v2.id));
+    let stored = store
+        .template_set_by_id(v2.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("v2 missing"))?;
+    assert_eq!(stored.files, vec![file("a.yml", "issuer: A2")]);
+    db.drop_database().await;
+    Ok(())
+}
