@@ -104,6 +104,23 @@ pub fn analyze(workflow: &Workflow, pages: &[PageText]) -> Analysis {
     }
 }
 
+/// A source's analysis: the workflow's, with what the first matching template of
+/// `templates` reads added ([`apply_templates`]); the templates' alone when there is no
+/// workflow; `None` when neither applies.
+pub fn analyze_source(
+    workflow: Option<&Workflow>,
+    templates: &[invoice2data::Template],
+    pages: &[PageText],
+) -> Option<Analysis> {
+    let mut analysis = workflow.map(|w| analyze(w, pages));
+    if !templates.is_empty() {
+        let analysis =
+            analysis.get_or_insert_with(|| templated::unclassified(pages, "no workflow"));
+        apply_templates(analysis, workflow, templates, pages);
+    }
+    analysis
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,13 +57,16 @@ impl OpenAiProvider {
         let reader = self.reader.clone();
         let media = input.media_type;
         let wf = workflow.as_ref().map(|w| w.workflow.clone());
+        let templates = input.templates.as_ref().map(|t| t.templates.clone());
         // Reading and analysis are CPU work: keep them off the async threads.
         let (pages, analysis) = tokio::task::spawn_blocking(move || {
             let pages = reader.read_bytes(&bytes, media).map_err(|e| match e {
                 ReadError::Terminal(m) => ProcessorError::Terminal(m),
                 ReadError::Retryable(m) => ProcessorError::Retryable(m),
             })?;
-            let analysis = wf.map(|w| ironclad_extract::analyze(&w, &pages));
+            // The model is asked about what the workflow and the case's templates left.
+            let templates = templates.as_deref().map_or(&[][..], Vec::as_slice);
+            let analysis = ironclad_extract::analyze_source(wf.as_deref(), templates, &pages);
             Ok::<_, ProcessorError>((pages, analysis))
         })
         .await

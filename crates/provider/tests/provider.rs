@@ -762,3 +762,32 @@ fn an_https_url_is_refused_at_start_up() {
         .unwrap_or_default();
     assert!(err.contains("needs TLS"), "{err}");
 }
+
+#[tokio::test]
+async fn the_cases_templates_are_read_too() {
+    const TEMPLATE: &str = "issuer: Ref Corp\nkeywords: [COMMERCIAL INVOICE]\nrequired_fields: [reference]\nfields:\n  reference: Ref\\s+(INV-\\d+)\n";
+    let fake = FakeOpenAi::start().await.unwrap_or_else(|e| panic!("{e}"));
+    fake.push(Reply::fields(&[("container_number", "")]));
+    let provider = provider_at(&fake.base_url(), Duration::from_secs(10));
+    let dir = tempdir();
+    let mut input = invoice_source(&dir);
+    let template = ironclad_extract::invoice2data::Template::from_yaml(TEMPLATE)
+        .unwrap_or_else(|e| panic!("{e}"));
+    input.templates = Some(ironclad_documents::workflows::LoadedTemplates {
+        id: Uuid::from_u128(0x9),
+        templates: Arc::new(vec![template]),
+    });
+    let done = provider
+        .process(input)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reference = fact(&done, "reference");
+    let chosen = reference
+        .chosen
+        .as_ref()
+        .unwrap_or_else(|| panic!("no reference"));
+    assert_eq!(chosen.value, Value::Text("INV-42".into()));
+    assert_eq!(chosen.template.as_deref(), Some("Ref Corp"));
+    let used = done.analysis.as_ref().and_then(|a| a.template.as_ref());
+    assert_eq!(used.map(|t| t.issuer.as_str()), Some("Ref Corp"));
+}

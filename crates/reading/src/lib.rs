@@ -163,22 +163,16 @@ impl DocumentProcessor for ReadingProcessor {
     }
 }
 
-/// The workflow's analysis of the pages, with what the case's template set reads added (an
-/// analysis of the templates alone when the case has no workflow); `None` when neither
-/// applies.
+/// The workflow's analysis of the pages with what the case's template set reads added (see
+/// [`ironclad_extract::analyze_source`]).
 fn analyze(
     workflow: Option<&LoadedWorkflow>,
     templates: Option<&LoadedTemplates>,
     pages: Vec<PageText>,
 ) -> (Vec<PageText>, Option<Analysis>) {
-    let workflow = workflow.map(|w| w.workflow.as_ref());
-    let mut analysis = workflow.map(|w| ironclad_extract::analyze(w, &pages));
-    if let Some(t) = templates.filter(|t| !t.templates.is_empty()) {
-        let analysis = analysis.get_or_insert_with(|| {
-            ironclad_extract::templated::unclassified(&pages, "no workflow")
-        });
-        ironclad_extract::apply_templates(analysis, workflow, &t.templates, &pages);
-    }
+    let templates = templates.map_or(&[][..], |t| t.templates.as_slice());
+    let analysis =
+        ironclad_extract::analyze_source(workflow.map(|w| w.workflow.as_ref()), templates, &pages);
     (pages, analysis)
 }
 
