@@ -96,6 +96,10 @@ pub struct OcrArgs {
     /// An experiment knob: turn `PageReader`'s rotation detection off.
     #[arg(long)]
     pub no_rotation: bool,
+    /// An experiment knob: the reader's `text_height_px` (pages scaled so their body text is
+    /// this many pixels tall); 0 reads every page at full resolution. Default: the reader's.
+    #[arg(long)]
+    pub text_height: Option<u32>,
     /// Where to write the JSON results (default bench/results/ocr.json; smoke: ocr-smoke.json).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -161,6 +165,11 @@ fn worker_job(args: &WorkerArgs) -> anyhow::Result<Value> {
         languages: job["languages"].as_str().unwrap_or("eng").to_owned(),
         threads: job["threads"].as_u64().unwrap_or(2).max(1) as usize,
         detect_rotation: job["detect_rotation"].as_bool().unwrap_or(true),
+        text_height_px: ironclad_ocr::text_height_setting(
+            job["text_height_px"]
+                .as_u64()
+                .and_then(|h| u32::try_from(h).ok()),
+        ),
         ..Default::default()
     };
     let expect = match job["expect"].as_str() {
@@ -278,6 +287,7 @@ fn worker_job(args: &WorkerArgs) -> anyhow::Result<Value> {
         "ocr_calls": reader.ocr_calls(),
         "engines_loaded": reader.engines_loaded(),
         "pages_rendered_in_process": reader.pages_rendered_in_process(),
+        "megapixels_recognized": round2(reader.pixels_recognized() as f64 / 1e6),
         "words": words,
         "mean_confidence": round3(conf),
         "rotated_pages": rotated,
@@ -770,6 +780,7 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
         "tessdata": tessdata,
         "threads": threads,
         "detect_rotation": !args.no_rotation,
+        "text_height_px": args.text_height.or(ironclad_ocr::DEFAULT_TEXT_HEIGHT_PX),
     });
     eprintln!(
         "bench ocr: inputs ready ({:.2} s/page to render, TIFF {:.1} MB)",
@@ -819,6 +830,7 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
             "threads": threads,
             "languages": "eng",
             "detect_rotation": !args.no_rotation,
+            "text_height_px": args.text_height,
             "expect": "ocr",
         })
     };
@@ -1023,7 +1035,7 @@ pub fn run(args: &OcrArgs) -> anyhow::Result<usize> {
     // 7. Field accuracy.
     let accuracy = if want("accuracy") && (!args.smoke || args.accuracy) {
         eprintln!("bench ocr: [accuracy] IRONCLAD_FULL_ACCURACY=1 cargo test --release --test documents -- --nocapture accuracy_report (builds the test in release the first time)…");
-        match accuracy(&root, scratch) {
+        match accuracy(&root, scratch, args.text_height) {
             Ok(v) => {
                 eprintln!(
                     "bench ocr: accuracy: text PDFs {:.2} %, scans {:.2} % ({} scope)",
@@ -1305,7 +1317,7 @@ fn ocrmypdf_contender(
 }
 
 /// Runs the documents test's `accuracy_report` on every fixture and reads the JSON it writes.
-fn accuracy(root: &Path, scratch: &Path) -> anyhow::Result<Value> {
+fn accuracy(root: &Path, scratch: &Path, text_height: Option<u32>) -> anyhow::Result<Value> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -1314,7 +1326,12 @@ fn accuracy(root: &Path, scratch: &Path) -> anyhow::Result<Value> {
     let started = std::time::SystemTime::now();
     let log = scratch.join("accuracy.log");
     let out = std::fs::File::create(&log)?;
-    let status = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    if let Some(h) = text_height {
+        // The documents test reads the knob from here (0: full resolution).
+        command.env("IRONCLAD_OCR_TEXT_HEIGHT", h.to_string());
+    }
+    let status = command
         .args([
             "test",
             "--release",

@@ -24,6 +24,11 @@ pub fn read_options() -> ReadOptions {
     ReadOptions {
         languages: "eng+fra".into(),
         remove_rule_lines: std::env::var("IRONCLAD_REMOVE_RULE_LINES").is_ok_and(|v| v == "1"),
+        text_height_px: ironclad_ocr::text_height_setting(
+            std::env::var("IRONCLAD_OCR_TEXT_HEIGHT")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+        ),
         ..ReadOptions::default()
     }
 }

@@ -76,6 +76,10 @@ pub struct ExtractArgs {
     /// Tesseract languages.
     #[arg(long, env = "IRONCLAD_OCR_LANGUAGES", default_value = "eng+fra")]
     pub languages: String,
+    /// Scale scanned pages so their body text is about this many pixels tall before OCR
+    /// (never enlarged); 0 reads them at full resolution.
+    #[arg(long, env = "IRONCLAD_OCR_TEXT_HEIGHT")]
+    pub text_height: Option<u32>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -304,6 +308,7 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         ReadOptions {
             languages: args.languages.clone(),
             remove_rule_lines: args.remove_rule_lines,
+            text_height_px: ironclad_ocr::text_height_setting(args.text_height),
             ..ReadOptions::default()
         },
         None,

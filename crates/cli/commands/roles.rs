@@ -348,6 +348,7 @@ async fn build_processor(
     ));
     let options = ironclad_ocr::ReadOptions {
         languages: s.ocr_languages.clone(),
+        text_height_px: ironclad_ocr::text_height_setting(s.ocr_text_height),
         ..ironclad_ocr::ReadOptions::default()
     };
     let readers = ironclad_reading::ReaderPool::new(options.clone(), cache.clone());

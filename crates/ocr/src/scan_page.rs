@@ -18,6 +18,7 @@
 use crate::gray::Gray;
 use crate::images::decode_embedded_jpeg;
 use crate::pdf::PageSize;
+use crate::text_height;
 use fast_image_resize::images::Image as ResizeImage;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use ironclad_documents::inspect::LoadedPdf;
@@ -87,7 +88,22 @@ impl PlainScan {
     /// enlarging, nearest from 4× on unless `/Interpolate`, box averaging when shrinking).
     /// `None` when the JPEG does not decode to the size and number of components its
     /// dictionary declares: the caller then renders the page with `pdftoppm`.
+    #[cfg(test)]
     pub fn render(&self, dpi: u32, max_pixels: u64) -> Option<Gray> {
+        self.render_fitted(dpi, max_pixels, None)
+            .map(|(img, _)| img)
+    }
+
+    /// The page at `dpi`, or lower when its text needs less to sit `text_height` pixels
+    /// tall ([`text_height::fitted`], estimated on the JPEG as stored): one resampling from the
+    /// stored pixels rather than enlarging to `dpi` and shrinking again. Returns the pixels and
+    /// the resolution they were rendered at.
+    pub fn render_fitted(
+        &self,
+        dpi: u32,
+        max_pixels: u64,
+        text_height: Option<u32>,
+    ) -> Option<(Gray, u32)> {
         let (w, h) = self.size.pixel_dims(dpi);
         let (w, h) = (u32::try_from(w).ok()?, u32::try_from(h).ok()?);
         if u64::from(w) * u64::from(h) > max_pixels || w == 0 || h == 0 {
@@ -97,6 +113,26 @@ impl PlainScan {
         if (img.width, img.height) != (self.width, self.height) || components != self.components {
             return None;
         }
+        // The stored image's text height, expressed at `dpi`.
+        let scale = text_height.map_or(1.0, |target| {
+            let stored_dpi = f64::from(img.width) * 72.0 / self.size.width_pt;
+            text_height::fitted(&img, f64::from(dpi) / stored_dpi, target, Some(dpi))
+        });
+        let (dpi, (w, h)) = if scale < 1.0 {
+            let fitted = ((f64::from(dpi) * scale).round() as u32).max(1);
+            let (w, h) = self.size.pixel_dims(fitted);
+            (
+                fitted,
+                (u32::try_from(w).ok()?.max(1), u32::try_from(h).ok()?.max(1)),
+            )
+        } else {
+            (dpi, (w, h))
+        };
+        self.resample(img, w, h).map(|img| (img, dpi))
+    }
+
+    /// The stored pixels at `w`×`h`, scaled as poppler scales.
+    fn resample(&self, img: Gray, w: u32, h: u32) -> Option<Gray> {
         if (img.width, img.height) == (w, h) {
             return Some(img);
         }

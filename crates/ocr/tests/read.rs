@@ -688,3 +688,70 @@ fn a_page_tesseract_cannot_stop_still_returns_by_the_deadline() {
         Err(e) => panic!("{e:?}"),
     }
 }
+
+#[test]
+fn large_type_is_read_on_fewer_pixels_with_the_same_words_and_boxes() {
+    // The invoice at 400 DPI: its 16 pt capitals are ≈64 px tall, three times what the
+    // recognizer needs. Read at full size, then scaled to 20 px text, which stops at 200 DPI.
+    let fine = render(&pdf(&[Page::text(INVOICE, 16)]), 400);
+    let tiff = tiff_with_dpi(&fine, 400);
+    let full = PageReader::new(
+        ReadOptions {
+            text_height_px: None,
+            ..opts()
+        },
+        None,
+    );
+    let fitted = PageReader::new(
+        ReadOptions {
+            text_height_px: Some(20),
+            ..opts()
+        },
+        None,
+    );
+    let a = full.read_bytes(&tiff, MediaType::Tiff).unwrap();
+    let b = fitted.read_bytes(&tiff, MediaType::Tiff).unwrap();
+    assert_invoice(&a[0]);
+    assert_invoice(&b[0]);
+    let full_px = full.pixels_recognized();
+    let fitted_px = fitted.pixels_recognized();
+    assert_eq!(full_px, u64::from(fine.width()) * u64::from(fine.height()));
+    assert!(
+        fitted_px * 3 < full_px,
+        "scaled page has {fitted_px} pixels against {full_px}"
+    );
+    // The page keeps its size in points (the resolution hint follows the scale) and its words
+    // keep their places on it.
+    let [w, h] = b[0].size_pt.expect("a size from the recorded resolution");
+    assert!(
+        (w - 612.0).abs() < 2.0 && (h - 792.0).abs() < 2.0,
+        "{w}×{h} pt"
+    );
+    for word in ["2024-0042", "MSCU1234565"] {
+        let (p, q) = (bbox_of(&a[0], word), bbox_of(&b[0], word));
+        for (x, y) in [(p.x0, q.x0), (p.y0, q.y0), (p.x1, q.x1), (p.y1, q.y1)] {
+            assert!((x - y).abs() < 0.01, "{word}: {p:?} against {q:?}");
+        }
+    }
+}
+
+#[test]
+fn small_type_is_never_enlarged() {
+    // 150 DPI: the invoice's type is already below 30 px, so a 30 px target changes nothing.
+    let r = PageReader::new(
+        ReadOptions {
+            text_height_px: Some(30),
+            ..opts()
+        },
+        None,
+    );
+    let pages = r
+        .read_bytes(&png_with_dpi(invoice_scan(), 150), MediaType::Png)
+        .unwrap();
+    assert_invoice(&pages[0]);
+    let scan = invoice_scan();
+    assert_eq!(
+        r.pixels_recognized(),
+        u64::from(scan.width()) * u64::from(scan.height())
+    );
+}
