@@ -203,3 +203,97 @@ fn a_stacked_form_gives_each_value_from_under_its_label() {
         assert_eq!(fact["conflict"], false, "{field}: {fact}");
     }
 }
+
+/// Every letter of each occurrence of `phrase` in `bytes` turned into `x`, same length (so the
+/// PDF's offsets stay right): a title and keywords damaged beyond reading.
+fn deface(bytes: &mut [u8], phrase: &str) -> usize {
+    let needle = phrase.as_bytes();
+    let mut found = 0;
+    let mut i = 0;
+    while i + needle.len() <= bytes.len() {
+        if &bytes[i..i + needle.len()] == needle {
+            for b in &mut bytes[i..i + needle.len()] {
+                if b.is_ascii_alphabetic() {
+                    *b = b'x';
+                }
+            }
+            found += 1;
+            i += needle.len();
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+#[test]
+fn a_bill_of_lading_without_its_title_or_keywords_is_recognized_by_its_labels() {
+    let original_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/generated/set-03/bill-of-lading.pdf");
+    let mut bytes = std::fs::read(&original_path).expect("fixture");
+    // Every keyword of the bill of lading's recognition, title first.
+    for phrase in [
+        "BILL OF LADING",
+        "Bill of lading",
+        "NOTIFY PARTY",
+        "PORT OF LOADING",
+        "Port of loading",
+        "PORT OF DISCHARGE",
+        "Port of discharge",
+        "PLACE OF DELIVERY",
+        "Place of delivery",
+        "SHIPPED ON BOARD",
+        "SHIPPER",
+    ] {
+        assert!(
+            deface(&mut bytes, phrase) > 0,
+            "{phrase} is not in the fixture"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let damaged_path = dir.path().join("bill-of-lading-defaced.pdf");
+    std::fs::write(&damaged_path, &bytes).expect("written");
+
+    let original = extract_one(&original_path);
+    let damaged = extract_one(&damaged_path);
+    let page = &damaged["analysis"]["pages"][0];
+    assert_eq!(page["doc_type"], "bill_of_lading", "{page:#}");
+    let by_labels: Vec<&str> = page["by_labels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("recognized by labels: {page:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for field in ["bl_number", "container_number", "bl_date"] {
+        assert!(by_labels.contains(&field), "{field} not in {by_labels:?}");
+    }
+    assert!(
+        original["analysis"]["pages"][0].get("by_labels").is_none(),
+        "the intact page is recognized by its keywords"
+    );
+    // The page being recognized, its fields are read as from the intact page.
+    let values = |r: &Value| -> Vec<(String, Value)> {
+        r["analysis"]["segments"][0]["facts"]
+            .as_array()
+            .expect("facts")
+            .iter()
+            .map(|f| {
+                (
+                    f["field"].as_str().unwrap_or("").to_owned(),
+                    f["chosen"]["value"].clone(),
+                )
+            })
+            .collect()
+    };
+    let (before, after) = (values(&original), values(&damaged));
+    for field in [
+        "bl_number",
+        "container_number",
+        "package_count",
+        "gross_weight",
+    ] {
+        let of = |v: &[(String, Value)]| v.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone());
+        assert_eq!(of(&after), of(&before), "{field}");
+        assert!(of(&after).is_some_and(|v| !v.is_null()), "{field} was read");
+    }
+}

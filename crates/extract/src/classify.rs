@@ -30,6 +30,25 @@ pub struct PageClass {
     pub first_page: bool,
     /// Why the page is UNKNOWN; `None` when it was classified.
     pub reason: Option<String>,
+    /// When the page was recognized by its fields' labels rather than its keywords (a
+    /// damaged title): the fields whose labels were found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_labels: Option<Vec<String>>,
+}
+
+impl PageClass {
+    /// What a reader of the page's row should know of how it was classified: why it is
+    /// UNKNOWN, or that it was recognized by its labels alone.
+    pub fn explanation(&self) -> Option<String> {
+        self.reason.clone().or_else(|| {
+            self.by_labels.as_ref().map(|fields| {
+                format!(
+                    "no title or keywords enough; recognized by the labels of {}",
+                    fields.join(", ")
+                )
+            })
+        })
+    }
 }
 
 /// Classifies one page against the workflow's document types.
@@ -68,6 +87,24 @@ pub(crate) fn classify_layout(
         scores: scores.clone(),
         first_page: false,
         reason: Some(reason),
+        by_labels: None,
+    };
+    // Keywords fell short (a damaged title, say): the page may still show most of one type's
+    // labels and few of any other's.
+    let unknown_or_labelled = |reason: String| match by_labels(workflow, layout) {
+        Ok(found) => PageClass {
+            page: index,
+            doc_type: Some(found.doc_type.to_owned()),
+            confidence: found.share(),
+            scores: scores.clone(),
+            // No title to go by: only an explicit "page 1 of" starts a document.
+            first_page: workflow
+                .compiled_type(found.doc_type)
+                .is_some_and(|(_, c)| starts_document(c, text)),
+            reason: None,
+            by_labels: Some(found.fields),
+        },
+        Err(why) => unknown(format!("{reason}{why}")),
     };
 
     if text.trim().is_empty() {
@@ -77,13 +114,13 @@ pub(crate) fn classify_layout(
         return unknown("the workflow declares no document type".into());
     };
     if *best <= 0.0 {
-        return unknown(format!(
+        return unknown_or_labelled(format!(
             "no keyword of any document type was found{}",
             near_miss_title(workflow, layout, &page)
         ));
     }
     if best < min_score {
-        return unknown(format!(
+        return unknown_or_labelled(format!(
             "best match {best_id} ({best:.2}) is below its minimum score {min_score:.2}{}",
             near_miss_title(workflow, layout, &page)
         ));
@@ -99,7 +136,7 @@ pub(crate) fn classify_layout(
         CompiledKeyword::Title(title, _) => has_title(compiled, &page, title),
         _ => false,
     });
-    let first_page = (titled || compiled.first_page.iter().any(|re| re.is_match(text)))
+    let first_page = (titled || starts_document(compiled, text))
         && !compiled.continuation.iter().any(|re| re.is_match(text));
     PageClass {
         page: index,
@@ -108,7 +145,118 @@ pub(crate) fn classify_layout(
         scores,
         first_page,
         reason: None,
+        by_labels: None,
     }
+}
+
+/// Whether the page's text says it is a document's first page (`page 1 of 3`) and not a
+/// continuation.
+fn starts_document(compiled: &CompiledType, text: &str) -> bool {
+    compiled.first_page.iter().any(|re| re.is_match(text))
+        && !compiled.continuation.iter().any(|re| re.is_match(text))
+}
+
+/// Fewest of a type's fields whose labels must be printed on a page to recognize it by them.
+const LABELS_MIN_FIELDS: usize = 3;
+
+/// What one type's labels found on a page.
+struct LabelMatch<'w> {
+    doc_type: &'w str,
+    /// Its fields whose labels were found.
+    fields: Vec<String>,
+    /// How many of those labels no other type declares (`date of issue` on a bill of
+    /// lading): trade documents quote each other's numbers, so most labels are shared.
+    own: usize,
+    /// Its fields with labels.
+    labelled: usize,
+}
+
+impl LabelMatch<'_> {
+    /// Found fields ÷ labelled fields, rounded to three decimals: the page's confidence.
+    fn share(&self) -> f64 {
+        if self.labelled == 0 {
+            return 0.0;
+        }
+        (self.fields.len() as f64 / self.labelled as f64 * 1000.0).round() / 1000.0
+    }
+}
+
+/// The type whose labels the page shows, at least [`LABELS_MIN_FIELDS`] of them and more of
+/// its own than any other type shows of its own, or why there is none (`; by labels, …`).
+fn by_labels<'w>(
+    workflow: &'w Workflow,
+    layout: &PageLayout<'_>,
+) -> Result<LabelMatch<'w>, String> {
+    // Each type's labels, to tell a type's own labels from shared ones.
+    let labels_of: Vec<Vec<String>> = workflow
+        .types()
+        .map(|(spec, _)| {
+            spec.fields
+                .iter()
+                .flat_map(|f| f.labels.iter().map(|l| fold_str(l)))
+                .collect()
+        })
+        .collect();
+    if labels_of.iter().all(Vec::is_empty) {
+        return Err(String::new());
+    }
+    let page = crate::keyvalue::LabelPage::new(layout.page());
+    let mut matches: Vec<LabelMatch<'w>> = workflow
+        .types()
+        .enumerate()
+        .map(|(t, (spec, compiled))| {
+            let own_field = |labels: &[String]| {
+                labels.iter().all(|l| {
+                    let l = fold_str(l);
+                    labels_of
+                        .iter()
+                        .enumerate()
+                        .all(|(other, set)| other == t || !set.contains(&l))
+                })
+            };
+            let mut found = LabelMatch {
+                doc_type: &spec.id,
+                fields: Vec::new(),
+                own: 0,
+                labelled: 0,
+            };
+            for (field, compiled_field) in spec.fields.iter().zip(&compiled.fields) {
+                if compiled_field.labels.is_empty() {
+                    continue;
+                }
+                found.labelled += 1;
+                if !page.find_labels(compiled_field, field.region).is_empty() {
+                    found.fields.push(field.name.clone());
+                    found.own += usize::from(own_field(&field.labels));
+                }
+            }
+            found
+        })
+        .collect();
+    // Stable: ties keep workflow order.
+    matches.sort_by_key(|m| std::cmp::Reverse((m.own, m.fields.len())));
+    let mut ranked = matches.into_iter();
+    let Some(best) = ranked.next() else {
+        return Err(String::new());
+    };
+    let runner_up = ranked.next();
+    let rival_own = runner_up.as_ref().map_or(0, |m| m.own);
+    if best.own >= 1 && best.fields.len() >= LABELS_MIN_FIELDS && best.own > rival_own {
+        return Ok(best);
+    }
+    let tie = match &runner_up {
+        Some(m) if best.own >= 1 && m.own == best.own => {
+            format!(", as many of its own as {}", m.doc_type)
+        }
+        _ => String::new(),
+    };
+    Err(format!(
+        "; by labels, {} shows {} of {} fields' labels, {} of them its own{tie}",
+        best.doc_type,
+        best.fields.len(),
+        best.labelled,
+        best.own
+    ))
 }
 
 /// The forms of one page's folded text that keywords are looked for in.
@@ -332,6 +480,62 @@ document_types:
         let c = classify_page(&wf(), &page);
         assert_eq!(c.doc_type.as_deref(), Some("invoice"));
         assert!(!c.first_page);
+    }
+
+    fn trade() -> Workflow {
+        Workflow::from_yaml(include_str!("../../../workflows/trade.yaml")).unwrap()
+    }
+
+    #[test]
+    fn a_page_whose_title_is_lost_is_recognized_by_its_labels() {
+        // The title is torn off and the B/L's keywords with it; the cells' labels remain.
+        let lines = [
+            "B/L No. COSU6182273510",
+            "Container No. MSCU1234565",
+            "Number of packages 1,250",
+            "Gross weight (kg) 12,694.3",
+            "Date of issue 12/06/2024",
+        ];
+        let c = classify_page(&trade(), &grid_page(&lines, 1.0));
+        assert_eq!(c.doc_type.as_deref(), Some("bill_of_lading"), "{c:?}");
+        assert_eq!(c.reason, None);
+        let fields = c.by_labels.clone().expect("recognized by labels");
+        for f in [
+            "bl_number",
+            "container_number",
+            "package_count",
+            "gross_weight",
+            "bl_date",
+        ] {
+            assert!(fields.iter().any(|x| x == f), "{f} missing from {fields:?}");
+        }
+        assert!(
+            c.confidence >= 0.6 && c.confidence <= 1.0,
+            "{}",
+            c.confidence
+        );
+        assert!(
+            !c.first_page,
+            "no title and no \"page 1 of\": not known to start a document"
+        );
+        let note = c.explanation().expect("explained");
+        assert!(
+            note.contains("recognized by the labels of bl_number"),
+            "{note}"
+        );
+
+        // Labels every type prints (weight, packages, container) tell nothing apart.
+        let shared = ["Container No. MSCU1234565", "Gross weight (kg) 12,694.3"];
+        let c = classify_page(&trade(), &grid_page(&shared, 1.0));
+        assert_eq!(c.doc_type, None, "{c:?}");
+        let reason = c.reason.expect("why UNKNOWN");
+        assert!(reason.contains("; by labels, "), "{reason}");
+
+        // A page found by its keywords never consults labels.
+        let titled = ["BILL OF LADING", "B/L No. COSU6182273510", "Shipper: ACME"];
+        let c = classify_page(&trade(), &grid_page(&titled, 1.0));
+        assert_eq!(c.doc_type.as_deref(), Some("bill_of_lading"));
+        assert_eq!(c.by_labels, None);
     }
 
     #[test]

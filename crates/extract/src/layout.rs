@@ -111,6 +111,11 @@ impl<'p> PageLayout<'p> {
         }
     }
 
+    /// The page these lines were laid out from.
+    pub fn page(&self) -> &'p PageText {
+        self.page
+    }
+
     /// The page as read.
     pub fn text(&self) -> &str {
         &self.text

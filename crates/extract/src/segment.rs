@@ -60,6 +60,7 @@ mod tests {
             reason: doc_type
                 .is_none()
                 .then(|| "no keyword of any document type was found".to_owned()),
+            by_labels: None,
         }
     }
 

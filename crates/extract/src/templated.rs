@@ -67,6 +67,7 @@ pub fn unclassified(pages: &[PageText], reason: &str) -> Analysis {
             scores: Vec::new(),
             first_page: false,
             reason: Some(reason.to_owned()),
+            by_labels: None,
         })
         .collect();
     Analysis {

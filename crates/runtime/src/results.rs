@@ -35,7 +35,7 @@ pub fn source_results(processed: &ProcessedSource) -> Option<SourceResults> {
                 rotation: i16::try_from(p.rotation).unwrap_or(0),
                 doc_type: class.and_then(|c| c.doc_type.clone()),
                 class_confidence: class.map(|c| c.confidence as f32),
-                class_reason: class.and_then(|c| c.reason.clone()),
+                class_reason: class.and_then(|c| c.explanation()),
                 text: p.text(),
                 words: serde_json::to_value(&p.words).unwrap_or(serde_json::Value::Null),
             }
