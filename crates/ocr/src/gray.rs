@@ -124,6 +124,40 @@ pub(crate) fn parse_pgm(bytes: &[u8], max_pixels: u64) -> Result<Gray, String> {
         .ok_or_else(|| "renderer output is truncated".into())
 }
 
+/// Otsu's threshold: the gray level that best splits the pixels into ink and paper (ink is at
+/// or below it). Works on a low-contrast scan, where ink is mid-gray, as on a clean one.
+/// `None` for pixels of one shade.
+pub(crate) fn otsu(pixels: &[u8]) -> Option<u8> {
+    let mut histogram = [0u64; 256];
+    for &p in pixels {
+        histogram[usize::from(p)] += 1;
+    }
+    let total = pixels.len() as f64;
+    let sum_all: f64 = histogram
+        .iter()
+        .enumerate()
+        .map(|(v, &n)| v as f64 * n as f64)
+        .sum();
+    let (mut weight_below, mut sum_below) = (0.0f64, 0.0f64);
+    let (mut best, mut best_variance) = (None, -1.0f64);
+    for (v, &n) in histogram.iter().enumerate() {
+        weight_below += n as f64;
+        sum_below += v as f64 * n as f64;
+        let weight_above = total - weight_below;
+        if weight_below == 0.0 || weight_above == 0.0 {
+            continue;
+        }
+        let mean_below = sum_below / weight_below;
+        let mean_above = (sum_all - sum_below) / weight_above;
+        let variance = weight_below * weight_above * (mean_below - mean_above).powi(2);
+        if variance > best_variance {
+            best_variance = variance;
+            best = u8::try_from(v).ok();
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

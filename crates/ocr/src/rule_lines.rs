@@ -40,7 +40,8 @@ pub(crate) fn erase(img: &mut Gray) -> Erased {
     if w < 2 * 40 || h < 2 * 40 {
         return Erased::default();
     }
-    let ink = otsu(&img.pixels);
+    // A page of one shade has no ink to tell apart: nothing is below mid-gray.
+    let ink = crate::gray::otsu(&img.pixels).unwrap_or(127);
     let dark = |p: u8| p <= ink;
     let mut mask = vec![0u8; w * h];
 
@@ -163,39 +164,6 @@ fn paper_level(pixels: &[u8], ink: u8) -> u8 {
         }
     }
     u8::MAX
-}
-
-/// Otsu's threshold: the gray level that best splits the page into ink and paper (ink is
-/// at or below it). Works on a low-contrast scan, where ink is mid-gray, as on a clean one.
-fn otsu(pixels: &[u8]) -> u8 {
-    let mut histogram = [0u64; 256];
-    for &p in pixels {
-        histogram[usize::from(p)] += 1;
-    }
-    let total = pixels.len() as f64;
-    let sum_all: f64 = histogram
-        .iter()
-        .enumerate()
-        .map(|(v, &n)| v as f64 * n as f64)
-        .sum();
-    let (mut weight_below, mut sum_below) = (0.0f64, 0.0f64);
-    let (mut best, mut best_variance) = (127u8, -1.0f64);
-    for (v, &n) in histogram.iter().enumerate() {
-        weight_below += n as f64;
-        sum_below += v as f64 * n as f64;
-        let weight_above = total - weight_below;
-        if weight_below == 0.0 || weight_above == 0.0 {
-            continue;
-        }
-        let mean_below = sum_below / weight_below;
-        let mean_above = (sum_all - sum_below) / weight_above;
-        let variance = weight_below * weight_above * (mean_below - mean_above).powi(2);
-        if variance > best_variance {
-            best_variance = variance;
-            best = u8::try_from(v).unwrap_or(u8::MAX);
-        }
-    }
-    best
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ const MIN_DPI: f64 = 200.0;
 /// The page's body text height in pixels of `img`, if it has enough text to tell.
 pub(crate) fn body_text_height(img: &Gray) -> Option<f64> {
     let small = shrink_dark(img);
-    let threshold = otsu(&small.pixels)?;
+    let threshold = crate::gray::otsu(&small.pixels)?;
     let heights = component_heights(&small, threshold);
     // A glyph H pixels tall covers H/2 + 3/4 shrunk rows on average (it starts anywhere in a
     // 2-row block): undo that.
@@ -115,37 +115,6 @@ fn shrink_dark(img: &Gray) -> Gray {
         height: sh as u32,
         pixels: out,
     }
-}
-
-/// Otsu's threshold of the pixels: below it is ink. `None` for an image of one shade.
-fn otsu(pixels: &[u8]) -> Option<u8> {
-    let mut hist = [0u64; 256];
-    for &p in pixels {
-        hist[p as usize] += 1;
-    }
-    let total = pixels.len() as f64;
-    let sum: f64 = hist
-        .iter()
-        .enumerate()
-        .map(|(v, &n)| v as f64 * n as f64)
-        .sum();
-    let (mut below, mut below_sum) = (0.0f64, 0.0f64);
-    let (mut best, mut best_var) = (None, 0.0f64);
-    for (v, &n) in hist.iter().enumerate() {
-        below += n as f64;
-        below_sum += v as f64 * n as f64;
-        let above = total - below;
-        if below == 0.0 || above == 0.0 {
-            continue;
-        }
-        let mean_diff = below_sum / below - (sum - below_sum) / above;
-        let var = below * above * mean_diff * mean_diff;
-        if var > best_var {
-            best_var = var;
-            best = Some(v as u8);
-        }
-    }
-    best
 }
 
 /// A run of ink on one row, `[start, end)`, and the component it belongs to.
