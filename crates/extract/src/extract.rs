@@ -403,12 +403,23 @@ pub(crate) fn read(
     field: &CompiledField,
     raw: &str,
 ) -> Result<parse::Parsed, ParseError> {
+    // A value of the field's shape is read into it; one of another shape is kept as read
+    // (a national number beside the EU's, a value cut short: the rules and a person judge).
+    if let Some(fitted) = field.shape.as_ref().and_then(|s| s.fit(raw)) {
+        // Each character read as the other class is a guess: the value is that much less sure.
+        let mut parsed = parse::parse(kind, &fitted.text, &field.hints)?;
+        parsed.certainty *= SHAPE_REPAIR_CERTAINTY.powi(fitted.repairs as i32);
+        return Ok(parsed);
+    }
     let with_unit = match &field.unit {
         Some(unit) if !raw.contains(char::is_alphabetic) => Some(format!("{raw} {unit}")),
         _ => None,
     };
     parse::parse(kind, with_unit.as_deref().unwrap_or(raw), &field.hints)
 }
+
+/// Certainty kept per character a shape read as the other class (`O` as `0`).
+const SHAPE_REPAIR_CERTAINTY: f64 = 0.9;
 
 /// Four decimals: enough to order candidates, short enough to read in JSON.
 pub fn round(x: f64) -> f64 {

@@ -29,6 +29,7 @@ mod keyvalue;
 mod layout;
 pub mod normalize;
 pub mod segment;
+pub mod shape;
 pub mod templated;
 pub mod workflow;
 

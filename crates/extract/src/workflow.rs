@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::fuzzy::{self, Phrase};
 use crate::normalize::{fold_pattern, fold_str};
+use crate::shape::{Shape, MAX_SHAPE_LEN};
 
 /// Bounds on what a workflow file may ask for. A workflow is tenant input: without bounds,
 /// one file could make every page of every case run thousands of patterns.
@@ -184,6 +185,12 @@ pub struct FieldSpec {
     /// appended to a value written without one. The evidence keeps the text as printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// For `text` identifiers of a known shape: `#` a digit, `@` a letter, `&` either, any
+    /// other character itself (`"##@@&&&&&&&&&&&&&#"`, an EU declaration number). A value that
+    /// fits is read into it (spaces dropped, `O` where a digit must be read as `0`, upper
+    /// case); a value of another shape is kept as read. See [`crate::shape`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
     /// Locale overrides for this field.
     #[serde(default, skip_serializing_if = "Hints::is_empty")]
     pub parse_hints: Hints,
@@ -312,6 +319,7 @@ pub(crate) struct CompiledField {
     pub value_at: Vec<Direction>,
     pub hints: ParseHints,
     pub unit: Option<String>,
+    pub shape: Option<Shape>,
 }
 
 impl fmt::Debug for Workflow {
@@ -654,6 +662,24 @@ impl Validator {
                 );
             }
         }
+        let shape = field.shape.as_deref().and_then(|source| {
+            let path = format!("{path}.shape");
+            if field.parser != ParserKind::Text {
+                self.issue(path, "only `text` fields take a shape");
+                return None;
+            }
+            let shape = Shape::parse(source);
+            if shape.is_none() {
+                self.issue(
+                    path,
+                    format!(
+                        "{source:?} is not a shape: `#` digit, `@` letter, `&` either, other \
+                         characters as printed, no spaces, at most {MAX_SHAPE_LEN}"
+                    ),
+                );
+            }
+            shape
+        });
         if let Some(r) = field.region {
             let ok = [r.x0, r.y0, r.x1, r.y1]
                 .iter()
@@ -688,6 +714,7 @@ impl Validator {
             value_at,
             hints: hints.overlaid(&field.parse_hints).to_parse_hints(),
             unit: field.unit.clone(),
+            shape,
         }
     }
 
@@ -862,6 +889,7 @@ fn compile(pattern: &str) -> Result<Regex, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ironclad_core::parse::Value;
 
     const MINIMAL: &str = r#"
 name: t
@@ -894,6 +922,50 @@ document_types:
         assert_eq!(t.recognition.margin, 0.1);
         assert!(!t.fields[0].required);
         assert_eq!(t.fields[0].parser, ParserKind::Text);
+    }
+
+    #[test]
+    fn a_shaped_field_reads_ocr_slips_into_its_shape_and_keeps_other_values() {
+        let yaml = MINIMAL.replace(
+            "        parser: text\n",
+            "        parser: text\n        shape: \"##@@&&&&&&&&&&&&&#\"\n",
+        );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let read = |raw: &str| {
+            crate::extract::read_field(&wf, "invoice", "invoice_number", raw)
+                .expect("declared field")
+                .expect("parsed")
+        };
+        let repaired = read("24GBXT10DPAHP8D1RO");
+        assert_eq!(repaired.value, Value::Text("24GBXT10DPAHP8D1R0".into()));
+        assert!(
+            (repaired.certainty - 0.9).abs() < 1e-9,
+            "one repair costs certainty"
+        );
+        let joined = read("24BET41V9KB9L5J S02");
+        assert_eq!(joined.value, Value::Text("24BET41V9KB9L5JS02".into()));
+        assert_eq!(joined.certainty, 1.0);
+        // A national number of another format is kept as read.
+        assert_eq!(
+            read("24DEHAM4170093182").value,
+            Value::Text("24DEHAM4170093182".into())
+        );
+
+        let bad = MINIMAL.replace(
+            "        parser: text\n",
+            "        parser: text\n        shape: \"## ##\"\n",
+        );
+        assert_eq!(issues(&bad).len(), 1, "{:?}", issues(&bad));
+        assert!(issues(&bad)[0]
+            .starts_with("document_types[0].fields[0].shape: \"## ##\" is not a shape"));
+        let typed = MINIMAL.replace(
+            "        parser: text\n",
+            "        parser: integer\n        shape: \"###\"\n",
+        );
+        assert_eq!(
+            issues(&typed),
+            ["document_types[0].fields[0].shape: only `text` fields take a shape"]
+        );
     }
 
     #[test]

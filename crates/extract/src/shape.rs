@@ -1,0 +1,188 @@
+//! Identifiers of a fixed shape, repaired where OCR confuses a digit with a letter.
+//!
+//! An EU customs declaration number (MRN) is two digits, two letters, thirteen letters or
+//! digits and a final digit: `24FR8GRBHFU0F71CB0`. OCR reads that final `0` as `O` and splits
+//! the number with a space, and nothing in free text says it is wrong. A field declaring
+//! `shape: "##@@&&&&&&&&&&&&&#"` gets each position read as its class allows (`O` where a digit
+//! must be is `0`) and spaces dropped. A value of another shape is left as read: declaration
+//! numbers of other formats exist beside the shape a workflow names.
+
+use std::fmt;
+
+/// Longest shape accepted in a workflow.
+pub const MAX_SHAPE_LEN: usize = 64;
+
+/// One position of a shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// `#`
+    Digit,
+    /// `@`
+    Letter,
+    /// `&`
+    Either,
+    /// Any other character, printed as is (case-insensitively for letters).
+    Literal(char),
+}
+
+/// A compiled `shape:`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Shape {
+    source: String,
+    slots: Vec<Slot>,
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Shape({:?})", self.source)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+/// What a value read into a shape became.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fitted {
+    /// The value with each position read as its class allows, letters in upper case.
+    pub text: String,
+    /// How many characters were read as the other class (`O` as `0`).
+    pub repairs: usize,
+}
+
+impl Shape {
+    /// Compiles `#` (digit), `@` (letter), `&` (either) and literal characters; `None` when
+    /// the shape is empty, too long, holds whitespace or has no `#`, `@` or `&`.
+    pub fn parse(source: &str) -> Option<Shape> {
+        let slots: Vec<Slot> = source
+            .chars()
+            .map(|c| match c {
+                '#' => Slot::Digit,
+                '@' => Slot::Letter,
+                '&' => Slot::Either,
+                c => Slot::Literal(c),
+            })
+            .collect();
+        let classes = slots.iter().any(|s| !matches!(s, Slot::Literal(_)));
+        let ok =
+            classes && slots.len() <= MAX_SHAPE_LEN && !source.chars().any(char::is_whitespace);
+        ok.then(|| Shape {
+            source: source.to_owned(),
+            slots,
+        })
+    }
+
+    /// `raw` read into the shape, or `None` when it does not fit: spaces are dropped (OCR
+    /// splits long numbers), and a letter where a digit must be (or the reverse) is read as
+    /// the character it is mistaken for, when there is one.
+    pub fn fit(&self, raw: &str) -> Option<Fitted> {
+        let chars: Vec<char> = raw.chars().filter(|c| !c.is_whitespace()).collect();
+        if chars.len() != self.slots.len() {
+            return None;
+        }
+        let mut text = String::with_capacity(chars.len());
+        let mut repairs = 0;
+        for (&c, slot) in chars.iter().zip(&self.slots) {
+            let read = match slot {
+                Slot::Digit if c.is_ascii_digit() => c,
+                Slot::Digit => {
+                    repairs += 1;
+                    as_digit(c)?
+                }
+                Slot::Letter if c.is_alphabetic() => c,
+                Slot::Letter => {
+                    repairs += 1;
+                    as_letter(c)?
+                }
+                Slot::Either if c.is_ascii_digit() || c.is_alphabetic() => c,
+                Slot::Either => return None,
+                Slot::Literal(l) if l.to_lowercase().eq(c.to_lowercase()) => *l,
+                Slot::Literal(_) => return None,
+            };
+            text.extend(read.to_uppercase());
+        }
+        Some(Fitted { text, repairs })
+    }
+}
+
+/// The digit OCR takes `c` for, if any.
+fn as_digit(c: char) -> Option<char> {
+    Some(match c {
+        'O' | 'o' | 'Q' | 'D' => '0',
+        'I' | 'l' | 'i' | '|' | '!' => '1',
+        'Z' | 'z' => '2',
+        'S' | 's' => '5',
+        'G' => '6',
+        'B' => '8',
+        _ => return None,
+    })
+}
+
+/// The letter OCR takes `c` for, if any.
+fn as_letter(c: char) -> Option<char> {
+    Some(match c {
+        '0' => 'O',
+        '1' | '|' => 'I',
+        '2' => 'Z',
+        '5' => 'S',
+        '6' => 'G',
+        '8' => 'B',
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mrn() -> Shape {
+        Shape::parse("##@@&&&&&&&&&&&&&#").expect("valid shape")
+    }
+
+    #[test]
+    fn a_final_letter_o_where_a_digit_must_be_is_read_as_zero() {
+        let f = mrn().fit("24GBXT10DPAHP8D1RO").expect("fits");
+        assert_eq!(f.text, "24GBXT10DPAHP8D1R0");
+        assert_eq!(f.repairs, 1);
+    }
+
+    #[test]
+    fn spaces_inside_are_dropped_and_letters_upper_cased() {
+        let f = mrn().fit("24BET41V9KB9L5j S02").expect("fits");
+        assert_eq!(f.text, "24BET41V9KB9L5JS02");
+        assert_eq!(f.repairs, 0);
+    }
+
+    #[test]
+    fn either_positions_are_never_guessed() {
+        // The `O` in the middle may be a letter or a zero: it stays what was read.
+        let f = mrn().fit("24FRGXOB86WGG2JHC0").expect("fits");
+        assert_eq!(f.text, "24FRGXOB86WGG2JHC0");
+    }
+
+    #[test]
+    fn a_value_of_another_shape_does_not_fit() {
+        assert_eq!(mrn().fit("24FR8GRBHFUOF71"), None, "too short");
+        assert_eq!(mrn().fit("24FR8GRBHFU0F71CB0X"), None, "too long");
+        assert_eq!(mrn().fit("2XFR8GRBHFU0F71CB0"), None, "X is no digit");
+        assert_eq!(mrn().fit("24F-8GRBHFU0F71CB0"), None, "- is neither");
+        let eori = Shape::parse("GB############").expect("valid");
+        assert_eq!(
+            eori.fit("gb 123456789O00").map(|f| f.text),
+            Some("GB123456789000".into())
+        );
+        assert_eq!(eori.fit("FR123456789000"), None, "literal prefix");
+    }
+
+    #[test]
+    fn shapes_need_a_class_and_no_spaces() {
+        assert!(Shape::parse("").is_none());
+        assert!(Shape::parse("ABC").is_none());
+        assert!(Shape::parse("## ##").is_none());
+        assert!(Shape::parse(&"#".repeat(MAX_SHAPE_LEN + 1)).is_none());
+        assert!(Shape::parse("@@@-####").is_some());
+    }
+}
