@@ -376,7 +376,14 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                     String::new()
                 },
                 match &class.doc_type {
-                    Some(t) => format!("{t} ({:.2})", class.confidence),
+                    Some(t) => match &class.by_labels {
+                        Some(fields) => format!(
+                            "{t} ({:.2}, by the labels of {}: no title or keywords enough)",
+                            class.confidence,
+                            fields.join(", ")
+                        ),
+                        None => format!("{t} ({:.2})", class.confidence),
+                    },
                     None => format!(
                         "UNKNOWN: {}",
                         class.reason.as_deref().unwrap_or("no reason")
