@@ -162,8 +162,9 @@ pub struct ReadOptions {
     pub remove_rule_lines: bool,
     /// Scale each scanned page so its body text is about this many pixels tall before OCR
     /// (estimated from the page, see `text_height`): Tesseract's cost grows with pixels, its
-    /// recognizer does not need more. Pages are never enlarged. `None` reads every page at
-    /// [`ReadOptions::dpi`] or the image's own size.
+    /// recognizer does not need more. Pages are never enlarged nor taken below 200 DPI, and
+    /// images of unknown resolution are left alone. `None` reads every page at
+    /// [`ReadOptions::dpi`] or the image's own size. Default [`DEFAULT_TEXT_HEIGHT_PX`].
     pub text_height_px: Option<u32>,
     /// Scanned pages rendered and recognized at once, each with its own Tesseract engine,
     /// shared by every concurrent call on the reader (calls queue for turns, oldest first):
