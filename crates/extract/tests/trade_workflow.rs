@@ -517,6 +517,7 @@ fn the_readme_example_loads() {
     let end = start + readme[start..].find("```").expect("closed block");
     let wf = Workflow::from_yaml(&readme[start..end]).unwrap_or_else(|e| panic!("{e}"));
     let t = wf.document_type("commercial_invoice").unwrap();
-    assert_eq!(t.fields.len(), 3);
+    assert_eq!(t.fields.len(), 4);
     assert_eq!(t.fields[2].unit.as_deref(), Some("kg"));
+    assert_eq!(t.fields[3].shape.as_deref(), Some("##@@&&&&&&&&&&&&&#"));
 }
