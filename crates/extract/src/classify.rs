@@ -136,8 +136,8 @@ pub(crate) fn classify_layout(
         CompiledKeyword::Title(title, _) => has_title(compiled, &page, title),
         _ => false,
     });
-    let first_page = (titled || starts_document(compiled, text))
-        && !compiled.continuation.iter().any(|re| re.is_match(text));
+    let first_page = starts_document(compiled, text)
+        || (titled && !compiled.continuation.iter().any(|re| re.is_match(text)));
     PageClass {
         page: index,
         doc_type: Some(best_id.clone()),

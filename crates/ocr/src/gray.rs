@@ -1,5 +1,7 @@
 //! An 8-bit grayscale page image: what every input is turned into before OCR.
 
+use fast_image_resize::images::{Image as ResizeImage, ImageRef};
+use fast_image_resize::{PixelType, ResizeAlg, ResizeOptions, Resizer};
 use sha2::{Digest, Sha256};
 
 /// A page as 8-bit grayscale pixels, row-major, one byte per pixel, no row padding.
@@ -122,6 +124,18 @@ pub(crate) fn parse_pgm(bytes: &[u8], max_pixels: u64) -> Result<Gray, String> {
         .ok_or("renderer output is truncated")?;
     Gray::new(width as u32, height as u32, raster.to_vec())
         .ok_or_else(|| "renderer output is truncated".into())
+}
+
+impl Gray {
+    /// The image at `w`×`h` by `alg`, or `None` if it cannot be resized.
+    pub fn resized(&self, w: u32, h: u32, alg: ResizeAlg) -> Option<Gray> {
+        let src = ImageRef::new(self.width, self.height, &self.pixels, PixelType::U8).ok()?;
+        let mut dst = ResizeImage::new(w, h, PixelType::U8);
+        Resizer::new()
+            .resize(&src, &mut dst, &ResizeOptions::new().resize_alg(alg))
+            .ok()?;
+        Gray::new(w, h, dst.into_vec())
+    }
 }
 
 /// Otsu's threshold: the gray level that best splits the pixels into ink and paper (ink is at

@@ -19,8 +19,7 @@ use crate::gray::Gray;
 use crate::images::decode_embedded_jpeg;
 use crate::pdf::PageSize;
 use crate::text_height;
-use fast_image_resize::images::Image as ResizeImage;
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::{FilterType, ResizeAlg};
 use ironclad_documents::inspect::LoadedPdf;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use std::collections::HashMap;
@@ -146,13 +145,7 @@ impl PlainScan {
         } else {
             ResizeAlg::Convolution(FilterType::Box)
         };
-        let src =
-            ResizeImage::from_vec_u8(img.width, img.height, img.pixels, PixelType::U8).ok()?;
-        let mut dst = ResizeImage::new(w, h, PixelType::U8);
-        Resizer::new()
-            .resize(&src, &mut dst, &ResizeOptions::new().resize_alg(filter))
-            .ok()?;
-        Gray::new(w, h, dst.into_vec())
+        img.resized(w, h, filter)
     }
 }
 

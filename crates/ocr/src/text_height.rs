@@ -13,8 +13,7 @@
 //! 1 % of a page's OCR time.
 
 use crate::gray::Gray;
-use fast_image_resize::images::{Image as ResizeImage, ImageRef};
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::{FilterType, ResizeAlg};
 
 /// Fewest glyph-shaped components for an estimate: fewer is a photo, a blank or a page of
 /// a few words, which is left as it is.
@@ -76,16 +75,7 @@ pub(crate) fn scale_for(height: f64, target: f64, floor: f64) -> f64 {
 pub(crate) fn scaled(img: &Gray, s: f64) -> Option<Gray> {
     let w = ((f64::from(img.width) * s).round() as u32).max(1);
     let h = ((f64::from(img.height) * s).round() as u32).max(1);
-    let src = ImageRef::new(img.width, img.height, &img.pixels, PixelType::U8).ok()?;
-    let mut dst = ResizeImage::new(w, h, PixelType::U8);
-    Resizer::new()
-        .resize(
-            &src,
-            &mut dst,
-            &ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Box)),
-        )
-        .ok()?;
-    Gray::new(w, h, dst.into_vec())
+    img.resized(w, h, ResizeAlg::Convolution(FilterType::Box))
 }
 
 /// Half the size on each axis, each pixel the darkest of its 2×2 block (thin strokes survive).
