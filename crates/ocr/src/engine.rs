@@ -5,6 +5,7 @@
 //! module drives the same C API directly. Images are handed over as raw 8-bit gray rows
 //! (`TessBaseAPISetImage`), which costs one copy and no encoding.
 
+use crate::confusables::{self, Glyph};
 use crate::gray::Gray;
 use crate::text_clean::word_text;
 use ironclad_core::page::{BBox, Word};
@@ -156,7 +157,7 @@ impl Tess {
             self.clear();
             return Err(format!("Tesseract recognition failed (code {rc})"));
         }
-        let words = self.words(img.width, img.height);
+        let words = self.words(img);
         self.clear();
         words
             .map(Recognized::Words)
@@ -168,8 +169,10 @@ impl Tess {
     /// word rather than asking for its TSV, which also formats page, block, paragraph and
     /// line rows and asks, for each word, whether it ends each of them (≈2 % of a page).
     /// `None` when Tesseract gives no result iterator at all (not the same as a blank page).
-    fn words(&mut self, width: u32, height: u32) -> Option<Vec<Word>> {
-        let (w, h) = (width.max(1) as f32, height.max(1) as f32);
+    fn words(&mut self, img: &Gray) -> Option<Vec<Word>> {
+        let (w, h) = (img.width.max(1) as f32, img.height.max(1) as f32);
+        // Ink is told from paper at the page's own threshold, found once a word needs it.
+        let mut ink = None;
         let word = capi::TessPageIteratorLevel_RIL_WORD;
         // SAFETY: valid handle after Recognize; the iterator is owned here and deleted below.
         let it = unsafe { capi::TessBaseAPIGetIterator(self.raw.as_ptr()) };
@@ -177,6 +180,7 @@ impl Tess {
             return None;
         }
         let mut words = Vec::new();
+        let mut glyphs = Vec::new();
         let (mut line, mut new_line) = (0u32, false);
         loop {
             // SAFETY: `it` is a live result iterator; a result iterator is a page iterator
@@ -202,6 +206,12 @@ impl Tess {
                             line += 1;
                         }
                         new_line = false;
+                        glyphs.push(if confusables::has_confusable(&s) {
+                            let ink = ink.get_or_insert_with(|| Ink::of(img));
+                            word_glyphs(it, &s, ink)
+                        } else {
+                            None
+                        });
                         words.push(Word {
                             text: s,
                             bbox: BBox {
@@ -223,6 +233,17 @@ impl Tess {
         }
         // SAFETY: created above, deleted once.
         unsafe { capi::TessResultIteratorDelete(it) };
+        let mut texts: Vec<String> = words
+            .iter_mut()
+            .map(|w| std::mem::take(&mut w.text))
+            .collect();
+        let settled = confusables::settle(&mut texts, &glyphs);
+        if settled > 0 {
+            tracing::debug!(settled, "confusable glyphs settled by their shapes");
+        }
+        for (w, t) in words.iter_mut().zip(texts) {
+            w.text = t;
+        }
         Some(words)
     }
 
@@ -252,6 +273,110 @@ impl Tess {
     fn clear(&mut self) {
         // SAFETY: valid handle; frees the image and results, keeps the loaded model.
         unsafe { capi::TessBaseAPIClear(self.raw.as_ptr()) }
+    }
+}
+
+/// The glyphs of the word `it` stands on, with their boxes' sizes, when they spell `text`
+/// (what the word became once cleaned); `None` otherwise.
+///
+/// # Safety
+/// `it` must be a live result iterator standing on a word.
+unsafe fn word_glyphs(
+    it: *mut capi::TessResultIterator,
+    text: &str,
+    ink: &Ink<'_>,
+) -> Option<Vec<Glyph>> {
+    let symbol = capi::TessPageIteratorLevel_RIL_SYMBOL;
+    let word = capi::TessPageIteratorLevel_RIL_WORD;
+    // A copy walks the word's symbols, leaving `it` on the word.
+    let walker = capi::TessResultIteratorCopy(it);
+    if walker.is_null() {
+        return None;
+    }
+    let mut glyphs = Vec::new();
+    loop {
+        let page_it = capi::TessResultIteratorGetPageIteratorConst(walker);
+        let raw = capi::TessResultIteratorGetUTF8Text(walker, symbol);
+        if raw.is_null() {
+            break;
+        }
+        let ch = CStr::from_ptr(raw).to_string_lossy().into_owned();
+        capi::TessDeleteText(raw);
+        let (mut l, mut t, mut r, mut b) = (0, 0, 0, 0);
+        capi::TessPageIteratorBoundingBox(page_it, symbol, &mut l, &mut t, &mut r, &mut b);
+        let mut chars = ch.chars();
+        if let (Some(c), None) = (chars.next(), chars.next()) {
+            // Only the confusable glyphs are measured; the others only say what the word is.
+            let (width, height) = if confusables::has_confusable(&ch) {
+                ink.size(l, t, r, b).unwrap_or((0, 0))
+            } else {
+                (0, 0)
+            };
+            glyphs.push(Glyph {
+                ch: c,
+                width,
+                height,
+            });
+        } else {
+            // A ligature or an empty symbol: the glyphs no longer map one-to-one.
+            glyphs.clear();
+            break;
+        }
+        if capi::TessPageIteratorIsAtFinalElement(page_it, word, symbol) != 0
+            || capi::TessResultIteratorNext(walker, symbol) == 0
+        {
+            break;
+        }
+    }
+    capi::TessResultIteratorDelete(walker);
+    let spelled: String = glyphs.iter().map(|g| g.ch).collect();
+    (!glyphs.is_empty() && spelled == text).then_some(glyphs)
+}
+
+/// The dark pixels of a page, for measuring glyphs. Tesseract's symbol boxes come from its
+/// recognizer's steps, not from the ink: a narrow `I` may get a wide box, and neighbours'
+/// boxes overlap. The glyph is the ink inside its box.
+struct Ink<'a> {
+    img: &'a Gray,
+    threshold: u8,
+}
+
+impl<'a> Ink<'a> {
+    fn of(img: &'a Gray) -> Ink<'a> {
+        let threshold = crate::gray::otsu(&img.pixels).unwrap_or(128);
+        Ink { img, threshold }
+    }
+
+    /// Width and height of the ink inside the box (left, top, right, bottom, exclusive):
+    /// the widest run of columns holding ink with no blank column inside (a neighbour's
+    /// edge caught by the box is another run), then the rows of that run holding ink.
+    fn size(&self, l: c_int, t: c_int, r: c_int, b: c_int) -> Option<(u32, u32)> {
+        let (iw, ih) = (self.img.width as usize, self.img.height as usize);
+        let clamp = |v: c_int, max: usize| (v.max(0) as usize).min(max);
+        let (l, r, t, b) = (clamp(l, iw), clamp(r, iw), clamp(t, ih), clamp(b, ih));
+        if l >= r || t >= b {
+            return None;
+        }
+        let dark = |x: usize, y: usize| self.img.pixels[y * iw + x] < self.threshold;
+        let column_ink = |x: usize| (t..b).filter(|&y| dark(x, y)).count();
+        // Runs of inked columns as (start, end, ink), keeping the one with the most ink.
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        for x in l..r {
+            let n = column_ink(x);
+            match runs.last_mut() {
+                Some((_, end, ink)) if n > 0 && *end == x => {
+                    *end = x + 1;
+                    *ink += n;
+                }
+                _ if n > 0 => runs.push((x, x + 1, n)),
+                _ => {}
+            }
+        }
+        let best = runs.into_iter().max_by_key(|&(_, _, ink)| ink);
+        let (x0, x1, _) = best?;
+        let rows: Vec<usize> = (t..b).filter(|&y| (x0..x1).any(|x| dark(x, y))).collect();
+        let height = rows.last()? - rows.first()? + 1;
+        Some(((x1 - x0) as u32, height as u32))
     }
 }
 

@@ -90,6 +90,7 @@
 
 mod budget;
 mod cache;
+mod confusables;
 mod engine;
 mod gray;
 mod images;
@@ -793,7 +794,8 @@ fn cache_key(parts: &[&[u8]]) -> String {
     let mut h = Sha256::new();
     // 2: words from the result iterator, no fixed-pitch pass, image resolution hints.
     // 3: pages carry their size in points.
-    h.update(b"ironclad-ocr/3\0");
+    // 4: `1`/`I` and `0`/`O` inside identifiers settled by the glyphs' shapes.
+    h.update(b"ironclad-ocr/4\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());

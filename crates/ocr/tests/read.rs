@@ -755,3 +755,23 @@ fn small_type_is_never_enlarged() {
         u64::from(scan.width()) * u64::from(scan.height())
     );
 }
+
+#[test]
+fn a_bar_read_as_a_one_inside_an_identifier_is_settled_by_its_shape() {
+    // A 150-DPI JPEG scan from the generated fixtures: Tesseract reads the invoice number
+    // `DPI/2025/2396` as `DP1/…` (its context favours a digit); the glyph is as narrow as the
+    // page's `I`s and `l`s, not as wide as its `1`s.
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/generated/set-06/packing-list.scan.pdf"
+    );
+    let bytes = std::fs::read(file).unwrap();
+    let pages = PageReader::new(ReadOptions::default(), None)
+        .read_bytes(&bytes, MediaType::Pdf)
+        .unwrap();
+    let words: Vec<&str> = pages[0].words.iter().map(|w| w.text.as_str()).collect();
+    assert!(words.contains(&"DPI/2025/2396"), "{words:?}");
+    assert!(!words.contains(&"DP1/2025/2396"), "{words:?}");
+    // Real ones stay: the container's check digit and the invoice's own number.
+    assert!(words.contains(&"MAEU419080884"), "{words:?}");
+}
