@@ -260,7 +260,15 @@ impl Found {
         folded: Range<usize>,
         pattern: usize,
     ) {
-        let range = layout.folded().original_range(folded);
+        let mut range = layout.folded().original_range(folded);
+        // A shaped value the pattern cut short (OCR put a space inside it) takes the rest of
+        // its line that completes it.
+        if let Some(shape) = &field.shape {
+            let text = layout.text();
+            if let Some(more) = shape.completion(text[range.clone()].trim(), &text[range.end..]) {
+                range.end += more;
+            }
+        }
         let raw = layout.text()[range.clone()].trim();
         if raw.is_empty() || !self.seen.insert((page, range.start, range.end)) {
             return;

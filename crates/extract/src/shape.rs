@@ -98,13 +98,49 @@ impl Shape {
                     as_letter(c)?
                 }
                 Slot::Either if c.is_ascii_digit() || c.is_alphabetic() => c,
-                Slot::Either => return None,
+                Slot::Either => {
+                    repairs += 1;
+                    as_alphanumeric(c)?
+                }
                 Slot::Literal(l) if l.to_lowercase().eq(c.to_lowercase()) => *l,
                 Slot::Literal(_) => return None,
             };
             text.extend(read.to_uppercase());
         }
         Some(Fitted { text, repairs })
+    }
+
+    /// How much of `after` (the rest of the value's line) completes `raw` into the shape, in
+    /// bytes, when `raw` does not fit alone: OCR splits a long identifier with a space or
+    /// reads a letter as a mark (`5) S02`), and a pattern stops at the first of them. At
+    /// most three more pieces, and only when they make exactly the shape's length.
+    pub fn completion(&self, raw: &str, after: &str) -> Option<usize> {
+        if self.fit(raw).is_some() {
+            return None;
+        }
+        let line = &after[..after.find('\n').unwrap_or(after.len())];
+        let mut len = raw.chars().filter(|c| !c.is_whitespace()).count();
+        let mut end = 0;
+        for piece in line.split_inclusive(char::is_whitespace).take(3) {
+            end += piece.len();
+            len += piece.chars().filter(|c| !c.is_whitespace()).count();
+            if len > self.slots.len() {
+                return None;
+            }
+            let taken = line[..end].trim_end();
+            if len == self.slots.len() && self.fit(&format!("{raw}{taken}")).is_some() {
+                return Some(taken.len());
+            }
+        }
+        None
+    }
+}
+
+/// The letter or digit OCR takes the mark `c` for, when there is only one.
+fn as_alphanumeric(c: char) -> Option<char> {
+    match c {
+        ')' | ']' => Some('J'),
+        _ => None,
     }
 }
 
@@ -124,6 +160,7 @@ fn as_digit(c: char) -> Option<char> {
 /// The letter OCR takes `c` for, if any.
 fn as_letter(c: char) -> Option<char> {
     Some(match c {
+        ')' | ']' => 'J',
         '0' => 'O',
         '1' | '|' => 'I',
         '2' => 'Z',
@@ -175,6 +212,43 @@ mod tests {
             Some("GB123456789000".into())
         );
         assert_eq!(eori.fit("FR123456789000"), None, "literal prefix");
+    }
+
+    #[test]
+    fn a_closing_mark_where_a_letter_may_be_is_a_j() {
+        let f = mrn().fit("24BET41V9KB9L5) S02").expect("fits");
+        assert_eq!(f.text, "24BET41V9KB9L5JS02");
+        assert_eq!(f.repairs, 1);
+        assert_eq!(
+            mrn().fit("24BET41V9KB9L5( S02"),
+            None,
+            "no letter looks like ("
+        );
+    }
+
+    #[test]
+    fn a_value_cut_short_is_completed_from_the_rest_of_its_line() {
+        let s = mrn();
+        // A pattern stopped at the space OCR put inside the number.
+        assert_eq!(
+            s.completion("24FR8GRBHFUOF71", " CBO  Customs office"),
+            Some(4)
+        );
+        // ... or at a mark read for a letter.
+        assert_eq!(s.completion("24BET41V9KB9L5", ") S02\nNext line"), Some(5));
+        // A value that fits needs nothing; one the line cannot complete exactly gets nothing.
+        assert_eq!(s.completion("24FR8GRBHFU0F71CB0", " more"), None);
+        assert_eq!(s.completion("24FR8GRBHFUOF71", " CBOX"), None, "too long");
+        assert_eq!(
+            s.completion("24FR8GRBHFUOF71", " CB\nO"),
+            None,
+            "other line"
+        );
+        assert_eq!(
+            s.completion("24FR8", " GRBH FUOF 71CB O"),
+            None,
+            "more than three pieces"
+        );
     }
 
     #[test]
