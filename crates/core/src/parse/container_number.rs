@@ -24,7 +24,8 @@ const LETTER_VALUES: [u32; 26] = [
 /// certainty [`WRONG_CHECK_DIGIT`].
 pub fn parse(raw: &str) -> Result<Parsed, ParseError> {
     let bad = |reason: String| ParseError::invalid(ParserKind::ContainerNumber, raw, reason);
-    let text = non_empty(raw)?;
+    // Punctuation around the code belongs to the sentence or the form (`CBHU6215733.`).
+    let text = non_empty(raw)?.trim_matches(['.', ',', ';', ':']);
     let code: String = text
         .chars()
         .filter(|c| !matches!(c, ' ' | '-' | '\u{a0}'))
@@ -138,6 +139,8 @@ mod tests {
             "MSCU 123456 6",
             " mscu1234566 ",
             "MSCU\u{a0}1234566",
+            "MSCU1234566.",
+            ":MSCU 123456-6,",
         ] {
             assert_eq!(
                 container(raw),
