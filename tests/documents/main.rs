@@ -66,9 +66,9 @@ const TEXT_MIN_FIELD_ACCURACY: f64 = 0.99;
 /// Least field accuracy accepted on scans.
 const SCAN_MIN_FIELD_ACCURACY: f64 = 0.95;
 /// Least field accuracy accepted on the scans of `forms/` (stacked forms and bordered tables,
-/// each scan degraded its own way): a guard against regressions at 64 % measured, far from the
-/// 98 % wanted (see the README's reading figures).
-const FORMS_SCAN_MIN_FIELD_ACCURACY: f64 = 0.6;
+/// each scan degraded its own way): a guard against regressions at 86 % measured (36/42),
+/// short of the 98 % wanted (see the README's reading figures).
+const FORMS_SCAN_MIN_FIELD_ACCURACY: f64 = 0.8;
 
 fn full_accuracy() -> bool {
     std::env::var("IRONCLAD_FULL_ACCURACY").is_ok_and(|v| v == "1")
