@@ -121,7 +121,8 @@ pub struct RoleSettings {
     /// Directory of the content-addressed blob store.
     #[arg(long, env = "IRONCLAD_BLOB_DIR", default_value = ".state/blobs")]
     pub blob_dir: PathBuf,
-    /// Document processor: `reading` (text layer + Tesseract OCR + workflow extraction),
+    /// Document processor, by name: `reading` (text layer + Tesseract OCR + workflow
+    /// extraction), `openai` (an OpenAI-compatible model, values verified on the page),
     /// `stand-in` (verifies and counts pages only), or a test processor such as `test:sleep=5s`.
     #[arg(long, env = "IRONCLAD_PROCESSOR", default_value = "reading")]
     pub processor: String,

@@ -6,6 +6,7 @@ use anyhow::Context;
 use ironclad_api::{ApiConfig, AppState, IntakeLimits, RateLimit};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
+use ironclad_documents::registry::{no_arguments, ProcessorRegistry};
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::templates::TemplateCatalog;
 use ironclad_runtime::workflows::WorkflowCatalog;
@@ -273,9 +274,95 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// The document processor named by `--processor` — `reading` (text layer + Tesseract + the
-/// workflow), `stand-in`, or a `test:` spec — and, for the processors that apply workflows,
-/// the catalog that pins each case to one workflow version.
+/// What this binary hands each processor factory: its settings and, for a processor that
+/// applies workflows, the stored workflows.
+struct ProcessorContext<'a> {
+    settings: &'a RoleSettings,
+    workflows: Option<ironclad_reading::WorkflowSet>,
+}
+
+impl ProcessorContext<'_> {
+    fn workflows(&self) -> Result<ironclad_reading::WorkflowSet, String> {
+        self.workflows
+            .clone()
+            .ok_or_else(|| "the stored workflows were not loaded".to_owned())
+    }
+
+    /// Tesseract's options and the page cache: by default beside the blob store, so a
+    /// reprocess or a duplicate upload is never OCRed twice.
+    fn reading(
+        &self,
+    ) -> Result<
+        (
+            ironclad_ocr::ReadOptions,
+            Option<Arc<dyn ironclad_ocr::PageCache>>,
+        ),
+        String,
+    > {
+        let s = self.settings;
+        let cache_dir = s
+            .page_cache_dir
+            .clone()
+            .unwrap_or_else(|| s.blob_dir.with_file_name("page-cache"));
+        let cache = ironclad_ocr::DirPageCache::new(&cache_dir)
+            .map_err(|e| format!("opening page cache {}: {e}", cache_dir.display()))?;
+        let options = ironclad_ocr::ReadOptions {
+            languages: s.ocr_languages.clone(),
+            text_height_px: ironclad_ocr::text_height_setting(s.ocr_text_height),
+            ..ironclad_ocr::ReadOptions::default()
+        };
+        Ok((options, Some(Arc::new(cache))))
+    }
+}
+
+/// Every document processor this binary can run, by name: this crate's dependencies each
+/// provide one, and `--processor` chooses.
+fn processor_registry<'a>() -> ProcessorRegistry<ProcessorContext<'a>> {
+    let mut registry = ProcessorRegistry::with_builtins();
+    registry.register(
+        "reading",
+        "text layer or Tesseract, then the case's workflow and template set (default)",
+        true,
+        |args, cx: &ProcessorContext<'_>| {
+            no_arguments(args)?;
+            let (options, cache) = cx.reading()?;
+            let readers = ironclad_reading::ReaderPool::new(options, cache);
+            Ok(Arc::new(ironclad_reading::ReadingProcessor::new(
+                readers,
+                cx.workflows()?,
+            )))
+        },
+    );
+    registry.register(
+        "openai",
+        "fields from an OpenAI-compatible model, verified against the page text",
+        true,
+        |args, cx: &ProcessorContext<'_>| {
+            no_arguments(args)?;
+            let s = cx.settings;
+            let url = s
+                .provider_url
+                .clone()
+                .ok_or("IRONCLAD_PROVIDER_URL is required with IRONCLAD_PROCESSOR=openai")?;
+            let model = s
+                .provider_model
+                .clone()
+                .ok_or("IRONCLAD_PROVIDER_MODEL is required with IRONCLAD_PROCESSOR=openai")?;
+            let mut config = ironclad_provider::ProviderConfig::new(url, model);
+            config.api_key = s.provider_key.clone().filter(|k| !k.is_empty());
+            config.timeout = s.provider_timeout;
+            let (options, cache) = cx.reading()?;
+            let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
+            let provider = ironclad_provider::OpenAiProvider::new(config, reader, cx.workflows()?)
+                .map_err(|e| e.to_string())?;
+            Ok(Arc::new(provider))
+        },
+    );
+    registry
+}
+
+/// The document processor named by `--processor` (see [`processor_registry`]) and, for the
+/// processors that apply workflows, the catalog that pins each case to one workflow version.
 async fn build_processor(
     store: &Store,
     s: &RoleSettings,
@@ -283,10 +370,14 @@ async fn build_processor(
     Arc<dyn ironclad_documents::processor::DocumentProcessor>,
     Option<Arc<WorkflowCatalog>>,
 )> {
-    if s.processor != "reading" && s.processor != "openai" {
-        let processor = ironclad_documents::processor::processor_from_spec(&s.processor)
-            .map_err(|e| anyhow::anyhow!("invalid processor {:?}: {e}", s.processor))?;
-        return Ok((processor, None));
+    let registry = processor_registry();
+    let (registration, _) = registry.lookup(&s.processor)?;
+    if !registration.uses_workflows {
+        let cx = ProcessorContext {
+            settings: s,
+            workflows: None,
+        };
+        return Ok((registry.build(&s.processor, &cx)?, None));
     }
     let (yaml, workflow) = configured_workflow(s)?;
     let name = workflow.spec().name.clone();
@@ -336,42 +427,11 @@ async fn build_processor(
         set.default.clone(),
         set.by_name.values().cloned(),
     ));
-    // By default the cache sits beside the blob store, so a reprocess or a duplicate upload is
-    // never OCRed twice.
-    let cache_dir = s
-        .page_cache_dir
-        .clone()
-        .unwrap_or_else(|| s.blob_dir.with_file_name("page-cache"));
-    let cache: Option<Arc<dyn ironclad_ocr::PageCache>> = Some(Arc::new(
-        ironclad_ocr::DirPageCache::new(&cache_dir)
-            .with_context(|| format!("opening page cache {}", cache_dir.display()))?,
-    ));
-    let options = ironclad_ocr::ReadOptions {
-        languages: s.ocr_languages.clone(),
-        text_height_px: ironclad_ocr::text_height_setting(s.ocr_text_height),
-        ..ironclad_ocr::ReadOptions::default()
+    let cx = ProcessorContext {
+        settings: s,
+        workflows: Some(set),
     };
-    let readers = ironclad_reading::ReaderPool::new(options.clone(), cache.clone());
-    if s.processor == "openai" {
-        let url = s
-            .provider_url
-            .clone()
-            .context("IRONCLAD_PROVIDER_URL is required with IRONCLAD_PROCESSOR=openai")?;
-        let model = s
-            .provider_model
-            .clone()
-            .context("IRONCLAD_PROVIDER_MODEL is required with IRONCLAD_PROCESSOR=openai")?;
-        let mut config = ironclad_provider::ProviderConfig::new(url, model);
-        config.api_key = s.provider_key.clone().filter(|k| !k.is_empty());
-        config.timeout = s.provider_timeout;
-        let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
-        let provider = ironclad_provider::OpenAiProvider::new(config, reader, set)?;
-        return Ok((Arc::new(provider), Some(catalog)));
-    }
-    Ok((
-        Arc::new(ironclad_reading::ReadingProcessor::new(readers, set)),
-        Some(catalog),
-    ))
+    Ok((registry.build(&s.processor, &cx)?, Some(catalog)))
 }
 
 /// The workflow file this process is configured with (`IRONCLAD_WORKFLOW`, else the built-in

@@ -21,6 +21,7 @@
 pub mod fixtures;
 pub mod inspect;
 pub mod processor;
+pub mod registry;
 pub mod rules;
 pub mod sniff;
 pub mod workflows;
@@ -30,4 +31,5 @@ pub use processor::{
     processor_from_spec, Behaviour, DocumentProcessor, ProcessFuture, ProcessedSource,
     ProcessorError, ScriptedProcessor, SourceInput, StandInProcessor,
 };
+pub use registry::{ProcessorRegistry, RegistryError};
 pub use sniff::sniff;

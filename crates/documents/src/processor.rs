@@ -351,21 +351,12 @@ impl DocumentProcessor for ScriptedProcessor {
     }
 }
 
-/// Builds the processor named by a spec, as given on the command line: `stand-in` (also
-/// the empty spec) or `test:<behaviour>` (see [`Behaviour::parse`]).
+/// Builds the processor named by a spec among this crate's own (`stand-in`, the empty spec,
+/// or `test:<behaviour>`; see [`crate::registry::ProcessorRegistry::with_builtins`]).
 pub fn processor_from_spec(spec: &str) -> Result<Arc<dyn DocumentProcessor>, String> {
-    let spec = spec.trim();
-    if spec.is_empty() || spec == "stand-in" {
-        return Ok(Arc::new(StandInProcessor::default()));
-    }
-    match spec.strip_prefix("test:") {
-        Some(behaviour) => Ok(Arc::new(ScriptedProcessor::new(Behaviour::parse(
-            behaviour,
-        )?))),
-        None => Err(format!(
-            "unknown document processor {spec:?}; expected \"stand-in\" or \"test:<behaviour>\""
-        )),
-    }
+    crate::registry::ProcessorRegistry::<()>::with_builtins()
+        .build(spec, &())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
