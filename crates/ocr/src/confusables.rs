@@ -65,22 +65,6 @@ pub(crate) fn has_confusable(text: &str) -> bool {
     text.chars().any(|c| pair_of(c).is_some())
 }
 
-/// A word's glyphs as measured, or, for a word with nothing to measure, its characters with
-/// no size (they still say what the word is made of).
-pub(crate) fn or_plain(text: &str, glyphs: Option<Vec<Glyph>>) -> Option<Vec<Glyph>> {
-    glyphs.or_else(|| {
-        (!has_confusable(text)).then(|| {
-            text.chars()
-                .map(|ch| Glyph {
-                    ch,
-                    width: 0,
-                    height: 0,
-                })
-                .collect()
-        })
-    })
-}
-
 /// What a word's letters and digits are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

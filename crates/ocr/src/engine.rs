@@ -233,7 +233,6 @@ impl Tess {
         }
         // SAFETY: created above, deleted once.
         unsafe { capi::TessResultIteratorDelete(it) };
-        let (mut words, glyphs) = join_overlapping(words, glyphs);
         let mut texts: Vec<String> = words
             .iter_mut()
             .map(|w| std::mem::take(&mut w.text))
@@ -275,39 +274,6 @@ impl Tess {
         // SAFETY: valid handle; frees the image and results, keeps the loaded model.
         unsafe { capi::TessBaseAPIClear(self.raw.as_ptr()) }
     }
-}
-
-/// Joins a word with the next on its line when their boxes overlap: Tesseract cut one word
-/// in two (`DP 1/2024/8266`), since words set apart by a space never overlap. The glyphs
-/// follow, so a joined identifier is still settled as one word.
-fn join_overlapping(
-    words: Vec<Word>,
-    glyphs: Vec<Option<Vec<Glyph>>>,
-) -> (Vec<Word>, Vec<Option<Vec<Glyph>>>) {
-    let mut joined: Vec<(Word, Option<Vec<Glyph>>)> = Vec::with_capacity(words.len());
-    for (word, g) in words.into_iter().zip(glyphs) {
-        if let Some((prev, prev_glyphs)) = joined.last_mut() {
-            if prev.line == word.line && word.bbox.x0 < prev.bbox.x1 && word.bbox.x1 > prev.bbox.x1
-            {
-                *prev_glyphs = match (
-                    confusables::or_plain(&prev.text, prev_glyphs.take()),
-                    confusables::or_plain(&word.text, g),
-                ) {
-                    (Some(mut a), Some(b)) => {
-                        a.extend(b);
-                        Some(a)
-                    }
-                    _ => None,
-                };
-                prev.text.push_str(&word.text);
-                prev.bbox = prev.bbox.union(word.bbox);
-                prev.confidence = prev.confidence.min(word.confidence);
-                continue;
-            }
-        }
-        joined.push((word, g));
-    }
-    joined.into_iter().unzip()
 }
 
 /// The glyphs of the word `it` stands on, with their boxes' sizes, when they spell `text`
@@ -437,58 +403,5 @@ mod tests {
         };
         assert_eq!(mean_confidence(&[]), 0.0);
         assert!((mean_confidence(&[w(0.9), w(0.5)]) - 0.7).abs() < 1e-6);
-    }
-
-    #[test]
-    fn overlapping_words_on_a_line_are_one_word() {
-        let w = |text: &str, x0: f32, x1: f32, line: u32| Word {
-            text: text.into(),
-            bbox: BBox {
-                x0,
-                y0: 0.1,
-                x1,
-                y1: 0.12,
-            },
-            confidence: if text == "DP" { 0.9 } else { 0.4 },
-            line,
-        };
-        let glyph = |ch: char, width: u32| Glyph {
-            ch,
-            width,
-            height: 30,
-        };
-        let words = vec![
-            w("Invoice", 0.10, 0.20, 0),
-            w("DP", 0.25, 0.30, 0),
-            w("1/20", 0.29, 0.40, 0),
-            w("next", 0.35, 0.45, 1),
-        ];
-        let glyphs = vec![
-            None,
-            None,
-            Some(vec![
-                glyph('1', 6),
-                glyph('/', 9),
-                glyph('2', 18),
-                glyph('0', 19),
-            ]),
-            None,
-        ];
-        let (words, glyphs) = join_overlapping(words, glyphs);
-        let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-        // Words apart stay apart, and a word on the next line is never joined.
-        assert_eq!(texts, ["Invoice", "DP1/20", "next"]);
-        assert_eq!((words[1].bbox.x0, words[1].bbox.x1), (0.25, 0.40));
-        assert_eq!(words[1].confidence, 0.4);
-        // The joined word's glyphs spell it, measured ones kept.
-        let joined = glyphs[1].as_ref().expect("glyphs of both parts");
-        assert_eq!(joined.iter().map(|g| g.ch).collect::<String>(), "DP1/20");
-        assert_eq!(joined[2].width, 6);
-        // A part with unmeasured confusables leaves the joined word unmeasured.
-        let (_, glyphs) = join_overlapping(
-            vec![w("DO", 0.25, 0.30, 0), w("1", 0.29, 0.40, 0)],
-            vec![None, Some(vec![glyph('1', 6)])],
-        );
-        assert_eq!(glyphs, [None]);
     }
 }
