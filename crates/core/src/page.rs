@@ -90,6 +90,11 @@ pub struct PageText {
     pub size_pt: Option<[f32; 2]>,
     /// Words in reading order.
     pub words: Vec<Word>,
+    /// The block each line belongs to, indexed by `Word::line`, when the reader grouped its
+    /// lines into blocks (poppler does for a text layer; `pdftotext -layout` places columns
+    /// block by block). Empty when it did not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub line_blocks: Vec<u32>,
 }
 
 impl PageText {
@@ -126,6 +131,7 @@ mod tests {
     #[test]
     fn text_rebuilds_lines() {
         let page = PageText {
+            line_blocks: Vec::new(),
             index: 0,
             method: ReadMethod::TextLayer,
             confidence: 1.0,

@@ -435,6 +435,7 @@ mod tests {
     /// A page of words placed by hand: (text, x0, y0, x1, line); every word 0.012 high.
     fn page(words: &[(&str, f32, f32, f32, u32)]) -> PageText {
         PageText {
+            line_blocks: Vec::new(),
             index: 0,
             method: ReadMethod::TextLayer,
             confidence: 1.0,

@@ -274,6 +274,8 @@ struct Fragment<'w> {
     font_size: f64,
     chars: usize,
     column: usize,
+    /// The reader's block (`PageText::line_blocks`), if it grouped lines into blocks.
+    block: Option<u32>,
 }
 
 impl Fragment<'_> {
@@ -364,6 +366,10 @@ fn fragments(page: &PageText) -> Vec<Fragment<'_>> {
     reader_lines(page)
         .into_iter()
         .map(|line| {
+            let block = line
+                .first()
+                .and_then(|&i| page.line_blocks.get(page.words[i].line as usize))
+                .copied();
             let words: Vec<(usize, &Word)> =
                 line.into_iter().map(|i| (i, &page.words[i])).collect();
             let (mut x0, mut x1, mut top, mut bottom) = (1.0f64, 0.0f64, 1.0f64, 0.0f64);
@@ -390,14 +396,34 @@ fn fragments(page: &PageText) -> Vec<Fragment<'_>> {
                 font_size,
                 chars,
                 column: 0,
+                block,
             }
         })
         .collect()
 }
 
-/// Gives each fragment its column (poppler's `assignColumns`): see [`Fragment`].
+/// Gives each fragment its column, as poppler does: within each of the reader's blocks line
+/// by line (see [`Fragment`]), then each block as a whole (see [`place_blocks`]). Without
+/// blocks (OCR), the page is one block.
 fn assign_columns(fragments: &mut [Fragment<'_>]) {
-    let mut order: Vec<usize> = (0..fragments.len()).collect();
+    let mut blocks: std::collections::BTreeMap<Option<u32>, Vec<usize>> = Default::default();
+    let whole_page = fragments.iter().any(|f| f.block.is_none());
+    for (i, f) in fragments.iter().enumerate() {
+        blocks
+            .entry(if whole_page { None } else { f.block })
+            .or_default()
+            .push(i);
+    }
+    let blocks: Vec<Vec<usize>> = blocks.into_values().collect();
+    for members in &blocks {
+        assign_within_block(fragments, members);
+    }
+    place_blocks(fragments, &blocks);
+}
+
+/// Columns of a block's lines relative to the block (poppler's `TextBlock::coalesce`).
+fn assign_within_block(fragments: &mut [Fragment<'_>], members: &[usize]) {
+    let mut order = members.to_vec();
     order.sort_by(|&a, &b| fragments[a].x0.total_cmp(&fragments[b].x0));
     for (k, &i) in order.iter().enumerate() {
         let x = fragments[i].x0;
@@ -414,6 +440,68 @@ fn assign_columns(fragments: &mut [Fragment<'_>]) {
             .max()
             .unwrap_or(0);
         fragments[i].column = column;
+    }
+}
+
+/// Shifts each block to its column (poppler's `TextPage::coalesce`, physical layout): blocks
+/// taken left to right, each starting at the furthest column a block to its left implies —
+/// three past its last column when it ends before, else as far into it as its left edge lies
+/// in proportion to its width (truncated). Proportion, not letters: that is what places
+/// `pdftotext -layout`'s columns, and templates count its spaces.
+fn place_blocks(fragments: &mut [Fragment<'_>], blocks: &[Vec<usize>]) {
+    if blocks.len() < 2 {
+        return;
+    }
+    struct Extent {
+        x0: f64,
+        x1: f64,
+        columns: usize,
+        column: usize,
+    }
+    let mut extents: Vec<Extent> = blocks
+        .iter()
+        .map(|members| Extent {
+            x0: members
+                .iter()
+                .map(|&i| fragments[i].x0)
+                .fold(f64::MAX, f64::min),
+            x1: members
+                .iter()
+                .map(|&i| fragments[i].x1)
+                .fold(f64::MIN, f64::max),
+            columns: members
+                .iter()
+                .map(|&i| fragments[i].column + fragments[i].chars)
+                .max()
+                .unwrap_or(0),
+            column: 0,
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by(|&a, &b| extents[a].x0.total_cmp(&extents[b].x0));
+    for (k, &b) in order.iter().enumerate() {
+        let x = extents[b].x0;
+        let column = order[..k]
+            .iter()
+            .map(|&j| {
+                let left = &extents[j];
+                if x > left.x1 {
+                    left.column + left.columns + 3
+                } else if left.x1 <= left.x0 {
+                    left.column
+                } else {
+                    left.column
+                        + ((x - left.x0) / (left.x1 - left.x0) * left.columns as f64) as usize
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        extents[b].column = column;
+    }
+    for (members, extent) in blocks.iter().zip(&extents) {
+        for &i in members {
+            fragments[i].column += extent.column;
+        }
     }
 }
 
@@ -485,6 +573,7 @@ pub(crate) mod tests {
             }
         }
         PageText {
+            line_blocks: Vec::new(),
             index: 0,
             method: ReadMethod::TextLayer,
             confidence,
@@ -551,6 +640,7 @@ pub(crate) mod tests {
 
     fn page_of(words: Vec<Word>) -> PageText {
         PageText {
+            line_blocks: Vec::new(),
             index: 0,
             method: ReadMethod::TextLayer,
             confidence: 1.0,
@@ -603,6 +693,35 @@ pub(crate) mod tests {
             PageLayout::columnar(&page).text(),
             format!("aaaa bbbb cccc dddd\nTotal{}4.11", " ".repeat(10))
         );
+    }
+
+    #[test]
+    fn blocks_are_placed_in_proportion_to_the_blocks_left_of_them() {
+        // AWS's invoice: a heading and a footnote block at the left margin, a line item
+        // indented under the heading. Poppler places the item's block by proportion of each
+        // block to its left: the heading says 2 (0.02 of its 0.03, 3 columns), the wide
+        // footnote 4 (0.02 of its 0.29, 60 columns). It prints 4 spaces, which the template's
+        // `^    (?P<name>…)` needs. By letters, the footnote's wide `W`s put the item at 1.
+        let mut footnote = word(
+            &format!("{}{}", "W".repeat(10), "i".repeat(50)),
+            0.0,
+            0.30,
+            2,
+        );
+        footnote.bbox.x1 = 0.29;
+        let mut page = page_of(vec![
+            word("Det", 0.0, 0.10, 0),
+            word("AWS", 0.02, 0.12, 1),
+            word("Transfer", 0.06, 0.12, 1),
+            footnote,
+        ]);
+        page.line_blocks = vec![0, 1, 2];
+        let blocks = PageLayout::columnar(&page).text().to_owned();
+        assert_eq!(blocks.lines().nth(1), Some("    AWS Transfer"), "{blocks}");
+        // Without blocks (OCR), the page is one block and letters place the item.
+        page.line_blocks.clear();
+        let letters = PageLayout::columnar(&page).text().to_owned();
+        assert_eq!(letters.lines().nth(1), Some("  AWS Transfer"), "{letters}");
     }
 
     #[test]

@@ -72,6 +72,7 @@ fn pages(pdf: &Path) -> Option<Vec<PageText>> {
             }
         }
         result.push(PageText {
+            line_blocks: Vec::new(),
             index: index as u32,
             method: ReadMethod::TextLayer,
             confidence: 1.0,

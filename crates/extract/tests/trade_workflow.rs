@@ -83,6 +83,7 @@ fn pages(pdf: &Path, order: Order) -> Option<Vec<PageText>> {
             words = visual_lines(words);
         }
         result.push(PageText {
+            line_blocks: Vec::new(),
             index: index as u32,
             method: ReadMethod::TextLayer,
             confidence: 1.0,
@@ -419,6 +420,7 @@ fn ocr_pages(image: &Path) -> Option<Vec<PageText>> {
                 size = (num(8).max(1.0), num(9).max(1.0));
                 let index = pages.len() as u32;
                 pages.push(PageText {
+                    line_blocks: Vec::new(),
                     index,
                     method: ReadMethod::Ocr,
                     confidence: 0.0,

@@ -93,6 +93,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = DirPageCache::new(dir.path().join("sub")).unwrap();
         let page = PageText {
+            line_blocks: Vec::new(),
             index: 3,
             method: ReadMethod::Ocr,
             confidence: 0.9,

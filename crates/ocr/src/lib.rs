@@ -422,6 +422,7 @@ impl PageReader {
             .zip(0u32..)
             .map(|(layer, index)| {
                 (layer.alphanumerics() >= self.opts.min_text_layer_chars).then_some(PageText {
+                    line_blocks: layer.line_blocks,
                     index,
                     method: ReadMethod::TextLayer,
                     confidence: 1.0,
@@ -712,6 +713,7 @@ impl PageReader {
             }
         });
         let page = PageText {
+            line_blocks: Vec::new(),
             index,
             method: ReadMethod::Ocr,
             confidence: engine::mean_confidence(&words),

@@ -135,6 +135,8 @@ pub(crate) struct TextLayer {
     pub words: Vec<Word>,
     /// The page's width and height in points, as pdftotext reports them.
     pub size_pt: Option<[f32; 2]>,
+    /// The `<block>` of each line, by line number.
+    pub line_blocks: Vec<u32>,
 }
 
 impl TextLayer {
@@ -194,6 +196,7 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
     let (mut page_w, mut page_h) = (0.0f32, 0.0f32);
     let mut line: Option<u32> = None;
     let mut next_line = 0u32;
+    let mut block: Option<u32> = None;
     let mut rest = xml;
     while let Some(open) = rest.find('<') {
         rest = &rest[open + 1..];
@@ -211,13 +214,19 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
                 pages.push(TextLayer {
                     words: Vec::new(),
                     size_pt: (page_w > 0.0 && page_h > 0.0).then_some([page_w, page_h]),
+                    line_blocks: Vec::new(),
                 });
                 line = None;
                 next_line = 0;
+                block = None;
             }
+            "block" => block = Some(block.map_or(0, |b| b + 1)),
             "line" => {
                 line = Some(next_line);
                 next_line += 1;
+                if let Some(page) = pages.last_mut() {
+                    page.line_blocks.push(block.unwrap_or(0));
+                }
             }
             "word" => {
                 let end = rest.find("</word>").unwrap_or(rest.len());
@@ -238,10 +247,16 @@ pub(crate) fn parse_bbox_layout(xml: &str) -> Vec<TextLayer> {
                 }
                 .normalized();
                 // A word outside any <line> (not seen from pdftotext) gets a line of its own.
-                let l = line.unwrap_or_else(|| {
-                    next_line += 1;
-                    next_line - 1
-                });
+                let l = match line {
+                    Some(l) => l,
+                    None => {
+                        // ... in a block of its own.
+                        let fresh = page.line_blocks.iter().max().map_or(0, |b| b + 1);
+                        page.line_blocks.push(fresh);
+                        next_line += 1;
+                        next_line - 1
+                    }
+                };
                 page.words.push(Word {
                     text,
                     bbox,
@@ -437,6 +452,7 @@ mod tests {
           <word xMin="10.000000" yMin="10.000000" xMax="50.000000" yMax="20.000000">Fish&amp;Chips</word>
           <word xMin="60" yMin="10" xMax="90" yMax="20">&#233;t&#xe9;</word>
         </line>
+        </line></block><block xMin="0" yMin="0" xMax="1" yMax="1">
         <line xMin="10" yMin="30" xMax="90" yMax="40">
           <word xMin="10" yMin="30" xMax="300" yMax="40">42</word>
         </line></block></flow></page></doc></body></html>"#;
@@ -460,6 +476,7 @@ mod tests {
         );
         assert_eq!(layer.words[2].bbox.x1, 1.0, "clamped");
         assert_eq!(layer.alphanumerics(), 9 + 3 + 2);
+        assert_eq!(layer.line_blocks, [0, 1], "each line's block");
     }
 
     #[test]

@@ -357,6 +357,7 @@ fn words_from_the_cache_are_cleaned_like_words_just_read() {
         line: 0,
     };
     let stored = PageText {
+        line_blocks: Vec::new(),
         index: 7,
         method: ReadMethod::Ocr,
         confidence: 0.9,

@@ -444,6 +444,7 @@ mod tests {
             }
         }
         PageText {
+            line_blocks: Vec::new(),
             index: 0,
             method: ReadMethod::TextLayer,
             confidence,
