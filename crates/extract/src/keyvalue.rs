@@ -206,7 +206,9 @@ impl<'p> LabelPage<'p> {
             })
             .collect();
         row.sort_by(|&a, &b| self.boxes[a].x0.total_cmp(&self.boxes[b].x0));
-        let start = row.iter().position(|&i| !is_rule_mark(&self.page.words[i]));
+        let start = row
+            .iter()
+            .position(|&i| can_start_value(&self.page.words[i]));
         match start {
             Some(s) => self.run(&row[s..], cw),
             None => Vec::new(),
@@ -225,7 +227,7 @@ impl<'p> LabelPage<'p> {
                 let b = self.boxes[i];
                 let drop = f64::from(b.y0 - l.y1);
                 !w.text.trim().is_empty()
-                    && !is_rule_mark(w)
+                    && can_start_value(w)
                     && b.y0 > (l.y0 + l.y1) / 2.0
                     && overlaps(b)
                     && drop <= MAX_DROP_LINES * height.max(f64::from(b.y1 - b.y0))
@@ -245,7 +247,7 @@ impl<'p> LabelPage<'p> {
         // and leftwards over words that reach under the label or sit close to it.
         let Some(anchor) = row
             .iter()
-            .position(|&i| overlaps(self.boxes[i]) && !is_rule_mark(&self.page.words[i]))
+            .position(|&i| overlaps(self.boxes[i]) && can_start_value(&self.page.words[i]))
         else {
             return Vec::new();
         };
@@ -393,6 +395,15 @@ fn is_number_mark(text: &str) -> bool {
     )
 }
 
+/// Whether a value may start with this word: not a rule mark, and not a speck of dirt OCR
+/// read as a symbol (`©`, `°`, `*`: no letter or digit). A currency sign may start an amount.
+fn can_start_value(word: &Word) -> bool {
+    let t = word.text.trim();
+    !is_rule_mark(word)
+        && t.chars()
+            .any(|c| c.is_alphanumeric() || matches!(c, '$' | '€' | '£' | '¥' | '₹' | '#'))
+}
+
 /// A word that is a table border or rule as OCR read it: nothing but bars, brackets, dashes
 /// and the like, or a lone `l`/`I`.
 fn is_rule_mark(word: &Word) -> bool {
@@ -532,6 +543,41 @@ mod tests {
         let p = LabelPage::new(&pg);
         let hits = p.find_labels(&f, None);
         assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at))[0], "ONEY123");
+    }
+
+    #[test]
+    fn a_speck_read_as_a_symbol_is_not_a_value() {
+        // INVOICE No.      © B/LNO.        (a speckled scan: © is dirt, B/LNO. the next label)
+        // DPI/2024/8266      COSU9588360179
+        let pg = page(&[
+            ("INVOICE", 0.35, 0.15, 0.41, 0),
+            ("No.", 0.415, 0.15, 0.44, 0),
+            ("©", 0.638, 0.155, 0.640, 1),
+            ("B/LNO.", 0.653, 0.15, 0.69, 1),
+            ("DPI/2024/8266", 0.364, 0.165, 0.474, 2),
+            ("COSU9588360179", 0.652, 0.165, 0.793, 2),
+        ]);
+        let invoice = field("['invoice no']", "[right, below]");
+        let bl = field("['b/l no']", "[below]");
+        let mut p = LabelPage::new(&pg);
+        let (hi, hb) = (p.find_labels(&invoice, None), p.find_labels(&bl, None));
+        p.mark(&hi);
+        p.mark(&hb);
+        assert_eq!(hb.len(), 1, "B/LNO. is the B/L label, joined");
+        assert_eq!(
+            texts(&p, &p.values(&hi[0], &invoice.value_at)),
+            ["DPI/2024/8266"]
+        );
+        // A currency sign still starts an amount.
+        let pg = page(&[
+            ("Total", 0.10, 0.20, 0.15, 0),
+            ("$", 0.30, 0.20, 0.31, 0),
+            ("4.11", 0.32, 0.20, 0.36, 0),
+        ]);
+        let total = field("['total']", "[right]");
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&total, None);
+        assert_eq!(texts(&p, &p.values(&hits[0], &total.value_at)), ["$ 4.11"]);
     }
 
     #[test]
