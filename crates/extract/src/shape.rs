@@ -11,6 +11,8 @@ use std::fmt;
 
 /// Longest shape accepted in a workflow.
 pub const MAX_SHAPE_LEN: usize = 64;
+/// Most shapes one field may list.
+pub const MAX_SHAPES: usize = 32;
 
 /// One position of a shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,11 +27,12 @@ enum Slot {
     Literal(char),
 }
 
-/// A compiled `shape:`.
+/// A compiled `shape:`: one shape or several alternatives (a value takes whichever it fits
+/// with the fewest repairs).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Shape {
     source: String,
-    slots: Vec<Slot>,
+    alternatives: Vec<Vec<Slot>>,
 }
 
 impl fmt::Debug for Shape {
@@ -57,21 +60,23 @@ impl Shape {
     /// Compiles `#` (digit), `@` (letter), `&` (either) and literal characters; `None` when
     /// the shape is empty, too long, holds whitespace or has no `#`, `@` or `&`.
     pub fn parse(source: &str) -> Option<Shape> {
-        let slots: Vec<Slot> = source
-            .chars()
-            .map(|c| match c {
-                '#' => Slot::Digit,
-                '@' => Slot::Letter,
-                '&' => Slot::Either,
-                c => Slot::Literal(c),
-            })
-            .collect();
-        let classes = slots.iter().any(|s| !matches!(s, Slot::Literal(_)));
-        let ok =
-            classes && slots.len() <= MAX_SHAPE_LEN && !source.chars().any(char::is_whitespace);
-        ok.then(|| Shape {
+        Some(Shape {
             source: source.to_owned(),
-            slots,
+            alternatives: vec![slots(source)?],
+        })
+    }
+
+    /// Compiles several shapes, any of which a value may take; `Err` with the index of the
+    /// first that is not a shape (see [`Shape::parse`]).
+    pub fn any_of(sources: &[String]) -> Result<Shape, usize> {
+        let alternatives = sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| slots(s).ok_or(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Shape {
+            source: sources.join(" | "),
+            alternatives,
         })
     }
 
@@ -80,34 +85,10 @@ impl Shape {
     /// the character it is mistaken for, when there is one.
     pub fn fit(&self, raw: &str) -> Option<Fitted> {
         let chars: Vec<char> = raw.chars().filter(|c| !c.is_whitespace()).collect();
-        if chars.len() != self.slots.len() {
-            return None;
-        }
-        let mut text = String::with_capacity(chars.len());
-        let mut repairs = 0;
-        for (&c, slot) in chars.iter().zip(&self.slots) {
-            let read = match slot {
-                Slot::Digit if c.is_ascii_digit() => c,
-                Slot::Digit => {
-                    repairs += 1;
-                    as_digit(c)?
-                }
-                Slot::Letter if c.is_alphabetic() => c,
-                Slot::Letter => {
-                    repairs += 1;
-                    as_letter(c)?
-                }
-                Slot::Either if c.is_ascii_digit() || c.is_alphabetic() => c,
-                Slot::Either => {
-                    repairs += 1;
-                    as_alphanumeric(c)?
-                }
-                Slot::Literal(l) if l.to_lowercase().eq(c.to_lowercase()) => *l,
-                Slot::Literal(_) => return None,
-            };
-            text.extend(read.to_uppercase());
-        }
-        Some(Fitted { text, repairs })
+        self.alternatives
+            .iter()
+            .filter_map(|slots| fit_slots(slots, &chars))
+            .min_by_key(|f| f.repairs)
     }
 
     /// How much of `after` (the rest of the value's line) completes `raw` into the shape, in
@@ -118,22 +99,77 @@ impl Shape {
         if self.fit(raw).is_some() {
             return None;
         }
+        let longest = self.alternatives.iter().map(Vec::len).max().unwrap_or(0);
         let line = &after[..after.find('\n').unwrap_or(after.len())];
         let mut len = raw.chars().filter(|c| !c.is_whitespace()).count();
         let mut end = 0;
         for piece in line.split_inclusive(char::is_whitespace).take(3) {
             end += piece.len();
             len += piece.chars().filter(|c| !c.is_whitespace()).count();
-            if len > self.slots.len() {
+            if len > longest {
                 return None;
             }
             let taken = line[..end].trim_end();
-            if len == self.slots.len() && self.fit(&format!("{raw}{taken}")).is_some() {
+            if self.fit(&format!("{raw}{taken}")).is_some() {
                 return Some(taken.len());
             }
         }
         None
     }
+}
+
+/// The slots of one shape; `None` when it is empty, too long, holds whitespace or has no
+/// `#`, `@` or `&`.
+fn slots(source: &str) -> Option<Vec<Slot>> {
+    let slots: Vec<Slot> = source
+        .chars()
+        .map(|c| match c {
+            '#' => Slot::Digit,
+            '@' => Slot::Letter,
+            '&' => Slot::Either,
+            c => Slot::Literal(c),
+        })
+        .collect();
+    let classes = slots.iter().any(|s| !matches!(s, Slot::Literal(_)));
+    let ok = classes && slots.len() <= MAX_SHAPE_LEN && !source.chars().any(char::is_whitespace);
+    ok.then_some(slots)
+}
+
+/// `chars` (spaces already dropped) read into one shape's slots.
+fn fit_slots(slots: &[Slot], chars: &[char]) -> Option<Fitted> {
+    if chars.len() != slots.len() {
+        return None;
+    }
+    let mut text = String::with_capacity(chars.len());
+    let mut repairs = 0;
+    for (&c, slot) in chars.iter().zip(slots) {
+        let read = match slot {
+            Slot::Digit if c.is_ascii_digit() => c,
+            Slot::Digit => {
+                repairs += 1;
+                as_digit(c)?
+            }
+            Slot::Letter if c.is_alphabetic() => c,
+            Slot::Letter => {
+                repairs += 1;
+                as_letter(c)?
+            }
+            Slot::Either if c.is_ascii_digit() || c.is_alphabetic() => c,
+            Slot::Either => {
+                repairs += 1;
+                as_alphanumeric(c)?
+            }
+            // A literal letter printed as its look-alike digit (`C0SU` for `COSU`), or back.
+            Slot::Literal(l) if l.to_lowercase().eq(c.to_lowercase()) => *l,
+            Slot::Literal(l) if as_letter(c) == Some(*l) || as_digit(c) == Some(*l) => {
+                repairs += 1;
+                *l
+            }
+            Slot::Literal(_) => return None,
+        };
+        text.extend(read.to_uppercase());
+    }
+    Some(Fitted { text, repairs })
 }
 
 /// The letter or digit OCR takes the mark `c` for, when there is only one.
@@ -248,6 +284,34 @@ mod tests {
             s.completion("24FR8", " GRBH FUOF 71CB O"),
             None,
             "more than three pieces"
+        );
+    }
+
+    #[test]
+    fn a_value_takes_whichever_of_several_shapes_it_fits() {
+        let bl = Shape::any_of(&[
+            "COSU##########".to_owned(),
+            "HLCU@@@#######".to_owned(),
+            "MAEU#########".to_owned(),
+        ])
+        .expect("valid shapes");
+        // A space OCR put inside, dropped.
+        assert_eq!(
+            bl.fit("HLCUY DN0258359").map(|f| f.text),
+            Some("HLCUYDN0258359".into())
+        );
+        // A literal letter read as its look-alike digit, and a digit read as a letter.
+        let f = bl.fit("C0SU9O49992675").expect("fits COSU");
+        assert_eq!((f.text.as_str(), f.repairs), ("COSU9049992675", 2));
+        assert_eq!(bl.fit("MAEU419080884").map(|f| f.repairs), Some(0));
+        // Another carrier's number, or one of the wrong length, is not forced into a shape.
+        assert_eq!(bl.fit("ONEYTNNY84059247"), None);
+        assert_eq!(bl.fit("COSU904999267"), None);
+        // The line completes a value to any of the shapes' lengths.
+        assert_eq!(bl.completion("HLCUY", " DN0258359 HLXU8849130"), Some(10));
+        assert_eq!(
+            Shape::any_of(&["COSU##".to_owned(), "## ##".to_owned()]),
+            Err(1)
         );
     }
 

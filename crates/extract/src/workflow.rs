@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::fuzzy::{self, Phrase};
 use crate::normalize::{fold_pattern, fold_str};
-use crate::shape::{Shape, MAX_SHAPE_LEN};
+use crate::shape::{Shape, MAX_SHAPES, MAX_SHAPE_LEN};
 
 /// Bounds on what a workflow file may ask for. A workflow is tenant input: without bounds,
 /// one file could make every page of every case run thousands of patterns.
@@ -186,14 +186,35 @@ pub struct FieldSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
     /// For `text` identifiers of a known shape: `#` a digit, `@` a letter, `&` either, any
-    /// other character itself (`"##@@&&&&&&&&&&&&&#"`, an EU declaration number). A value that
-    /// fits is read into it (spaces dropped, `O` where a digit must be read as `0`, upper
-    /// case); a value of another shape is kept as read. See [`crate::shape`].
+    /// other character itself (`"##@@&&&&&&&&&&&&&#"`, an EU declaration number), or a list of
+    /// such shapes (one per carrier's format). A value that fits is read into it (spaces
+    /// dropped, `O` where a digit must be read as `0`, upper case); a value of another shape
+    /// is kept as read. See [`crate::shape`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shape: Option<String>,
+    pub shape: Option<ShapeSpec>,
     /// Locale overrides for this field.
     #[serde(default, skip_serializing_if = "Hints::is_empty")]
     pub parse_hints: Hints,
+}
+
+/// A field's `shape:` as written: one shape, or several the value may take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ShapeSpec {
+    /// `shape: "##@@&&&&&&&&&&&&&#"`
+    One(String),
+    /// `shape: ["COSU##########", "HLCU@@@#######"]`
+    Many(Vec<String>),
+}
+
+impl ShapeSpec {
+    /// The shapes as written.
+    pub fn sources(&self) -> &[String] {
+        match self {
+            ShapeSpec::One(s) => std::slice::from_ref(s),
+            ShapeSpec::Many(v) => v,
+        }
+    }
 }
 
 /// Where a value sits from its label.
@@ -662,23 +683,36 @@ impl Validator {
                 );
             }
         }
-        let shape = field.shape.as_deref().and_then(|source| {
+        let shape = field.shape.as_ref().and_then(|spec| {
             let path = format!("{path}.shape");
             if field.parser != ParserKind::Text {
                 self.issue(path, "only `text` fields take a shape");
                 return None;
             }
-            let shape = Shape::parse(source);
-            if shape.is_none() {
+            let sources = spec.sources();
+            if sources.is_empty() || sources.len() > MAX_SHAPES {
                 self.issue(
                     path,
+                    format!("give one shape or a list of 1 to {MAX_SHAPES}"),
+                );
+                return None;
+            }
+            let shape = Shape::any_of(sources);
+            if let Err(bad) = &shape {
+                let at = match spec {
+                    ShapeSpec::One(_) => path,
+                    ShapeSpec::Many(_) => format!("{path}[{bad}]"),
+                };
+                self.issue(
+                    at,
                     format!(
-                        "{source:?} is not a shape: `#` digit, `@` letter, `&` either, other \
-                         characters as printed, no spaces, at most {MAX_SHAPE_LEN}"
+                        "{:?} is not a shape: `#` digit, `@` letter, `&` either, other \
+                         characters as printed, no spaces, at most {MAX_SHAPE_LEN}",
+                        sources[*bad]
                     ),
                 );
             }
-            shape
+            shape.ok()
         });
         if let Some(r) = field.region {
             let ok = [r.x0, r.y0, r.x1, r.y1]
@@ -965,6 +999,22 @@ document_types:
         assert_eq!(
             issues(&typed),
             ["document_types[0].fields[0].shape: only `text` fields take a shape"]
+        );
+        // A list: each entry checked, named by its index; an empty list refused.
+        let listed = MINIMAL.replace(
+            "        parser: text\n",
+            "        parser: text\n        shape: [\"COSU##########\", \"HL CU\"]\n",
+        );
+        assert_eq!(issues(&listed).len(), 1, "{:?}", issues(&listed));
+        assert!(issues(&listed)[0]
+            .starts_with("document_types[0].fields[0].shape[1]: \"HL CU\" is not a shape"));
+        let empty = MINIMAL.replace(
+            "        parser: text\n",
+            "        parser: text\n        shape: []\n",
+        );
+        assert_eq!(
+            issues(&empty),
+            ["document_types[0].fields[0].shape: give one shape or a list of 1 to 32"]
         );
     }
 
