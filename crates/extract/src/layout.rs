@@ -423,22 +423,16 @@ fn assign_columns(fragments: &mut [Fragment<'_>]) {
 
 /// Columns of a block's lines relative to the block (poppler's `TextBlock::coalesce`).
 fn assign_within_block(fragments: &mut [Fragment<'_>], members: &[usize]) {
-    let mut order = members.to_vec();
-    order.sort_by(|&a, &b| fragments[a].x0.total_cmp(&fragments[b].x0));
-    for (k, &i) in order.iter().enumerate() {
-        let x = fragments[i].x0;
-        let column = order[..k]
-            .iter()
-            .map(|&j| {
-                let left = &fragments[j];
-                if x >= left.x1 {
-                    left.column + left.chars + 1
-                } else {
-                    left.column + left.columns_before(x)
-                }
-            })
-            .max()
-            .unwrap_or(0);
+    let x0s: Vec<f64> = members.iter().map(|&i| fragments[i].x0).collect();
+    let columns = left_to_right(&x0s, |j, column, x| {
+        let left = &fragments[members[j]];
+        if x >= left.x1 {
+            column + left.chars + 1
+        } else {
+            column + left.columns_before(x)
+        }
+    });
+    for (&i, column) in members.iter().zip(columns) {
         fragments[i].column = column;
     }
 }
@@ -452,57 +446,51 @@ fn place_blocks(fragments: &mut [Fragment<'_>], blocks: &[Vec<usize>]) {
     if blocks.len() < 2 {
         return;
     }
-    struct Extent {
-        x0: f64,
-        x1: f64,
-        columns: usize,
-        column: usize,
-    }
-    let mut extents: Vec<Extent> = blocks
+    // Each block's left and right edges and its width in columns.
+    let extents: Vec<(f64, f64, usize)> = blocks
         .iter()
-        .map(|members| Extent {
-            x0: members
-                .iter()
-                .map(|&i| fragments[i].x0)
-                .fold(f64::MAX, f64::min),
-            x1: members
-                .iter()
-                .map(|&i| fragments[i].x1)
-                .fold(f64::MIN, f64::max),
-            columns: members
-                .iter()
-                .map(|&i| fragments[i].column + fragments[i].chars)
-                .max()
-                .unwrap_or(0),
-            column: 0,
+        .map(|members| {
+            let f = || members.iter().map(|&i| &fragments[i]);
+            (
+                f().map(|f| f.x0).fold(f64::MAX, f64::min),
+                f().map(|f| f.x1).fold(f64::MIN, f64::max),
+                f().map(|f| f.column + f.chars).max().unwrap_or(0),
+            )
         })
         .collect();
-    let mut order: Vec<usize> = (0..blocks.len()).collect();
-    order.sort_by(|&a, &b| extents[a].x0.total_cmp(&extents[b].x0));
-    for (k, &b) in order.iter().enumerate() {
-        let x = extents[b].x0;
-        let column = order[..k]
-            .iter()
-            .map(|&j| {
-                let left = &extents[j];
-                if x > left.x1 {
-                    left.column + left.columns + 3
-                } else if left.x1 <= left.x0 {
-                    left.column
-                } else {
-                    left.column
-                        + ((x - left.x0) / (left.x1 - left.x0) * left.columns as f64) as usize
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        extents[b].column = column;
-    }
-    for (members, extent) in blocks.iter().zip(&extents) {
+    let x0s: Vec<f64> = extents.iter().map(|e| e.0).collect();
+    let columns = left_to_right(&x0s, |j, column, x| {
+        let (x0, x1, width) = extents[j];
+        if x > x1 {
+            column + width + 3
+        } else if x1 <= x0 {
+            column
+        } else {
+            column + ((x - x0) / (x1 - x0) * width as f64) as usize
+        }
+    });
+    for (members, column) in blocks.iter().zip(columns) {
         for &i in members {
-            fragments[i].column += extent.column;
+            fragments[i].column += column;
         }
     }
+}
+
+/// Poppler's column assignment, at both levels: items taken by their left edges `x0s`, left
+/// to right, each starting at the furthest column an item to its left implies —
+/// `implied(left, left's column, this item's x0)`. Columns in the items' order.
+fn left_to_right(x0s: &[f64], implied: impl Fn(usize, usize, f64) -> usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..x0s.len()).collect();
+    order.sort_by(|&a, &b| x0s[a].total_cmp(&x0s[b]));
+    let mut columns = vec![0; x0s.len()];
+    for (k, &i) in order.iter().enumerate() {
+        columns[i] = order[..k]
+            .iter()
+            .map(|&j| implied(j, columns[j], x0s[i]))
+            .max()
+            .unwrap_or(0);
+    }
+    columns
 }
 
 /// One printed row: fragments (indices) left to right, and the blank lines above it.
