@@ -137,15 +137,18 @@ fn bar_letter(prev: Option<char>, next: Option<char>) -> char {
 }
 
 /// Rewrites the confusable glyphs of mixed words whose shape says they are the other class.
-/// `glyphs[i]` belongs to `texts[i]` (`None` when the word's glyphs were not measured or do
-/// not spell the word). Returns how many characters changed.
-pub(crate) fn settle(texts: &mut [String], glyphs: &[Option<Vec<Glyph>>]) -> usize {
+/// `glyphs[i]` belongs to the `i`-th of `texts` (`None` when the word's glyphs were not
+/// measured or do not spell the word). Returns how many characters changed.
+pub(crate) fn settle<'t>(
+    texts: impl IntoIterator<Item = &'t mut String>,
+    glyphs: &[Option<Vec<Glyph>>],
+) -> usize {
     let refs = [
         (Pair::OneOrBar, references(glyphs, Pair::OneOrBar)),
         (Pair::ZeroOrO, references(glyphs, Pair::ZeroOrO)),
     ];
     let mut changed = 0;
-    for (text, word) in texts.iter_mut().zip(glyphs) {
+    for (text, word) in texts.into_iter().zip(glyphs) {
         let Some(word) = word.as_deref() else {
             continue;
         };

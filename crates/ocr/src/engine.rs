@@ -233,16 +233,9 @@ impl Tess {
         }
         // SAFETY: created above, deleted once.
         unsafe { capi::TessResultIteratorDelete(it) };
-        let mut texts: Vec<String> = words
-            .iter_mut()
-            .map(|w| std::mem::take(&mut w.text))
-            .collect();
-        let settled = confusables::settle(&mut texts, &glyphs);
+        let settled = confusables::settle(words.iter_mut().map(|w| &mut w.text), &glyphs);
         if settled > 0 {
             tracing::debug!(settled, "confusable glyphs settled by their shapes");
-        }
-        for (w, t) in words.iter_mut().zip(texts) {
-            w.text = t;
         }
         Some(words)
     }
