@@ -193,17 +193,16 @@ fn as_digit(c: char) -> Option<char> {
     })
 }
 
-/// The letter OCR takes `c` for, if any.
+/// The letter OCR takes `c` for, if any (a mark with one look-alike: see [`as_alphanumeric`]).
 fn as_letter(c: char) -> Option<char> {
     Some(match c {
-        ')' | ']' => 'J',
         '0' => 'O',
         '1' | '|' => 'I',
         '2' => 'Z',
         '5' => 'S',
         '6' => 'G',
         '8' => 'B',
-        _ => return None,
+        c => return as_alphanumeric(c),
     })
 }
 
