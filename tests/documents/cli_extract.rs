@@ -7,8 +7,14 @@ use std::process::Command;
 
 /// `ironclad extract --json FILE`: its one report, the run having succeeded.
 fn extract_one(file: &Path) -> Value {
+    extract_with(file, &[])
+}
+
+/// [`extract_one`] with more options for `ironclad extract`.
+fn extract_with(file: &Path, options: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_ironclad"))
         .args(["extract", "--json"])
+        .args(options)
         .arg(file)
         .output()
         .expect("ironclad runs");
@@ -124,7 +130,8 @@ fn leptonica_messages_go_to_the_debug_log_not_the_terminal() {
 }
 
 /// A title with a stray mark after it (`BILL OF LADING —`, a rule read as `|`) still counts
-/// as the title: the page gets the full score, as its clean scan does.
+/// as the title: the page gets the full score, as its clean scan does. Read with the marks
+/// kept (`--rule-lines keep`), so the classifier meets them.
 #[test]
 fn a_title_with_stray_marks_still_counts() {
     let pages = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pages");
@@ -137,7 +144,7 @@ fn a_title_with_stray_marks_still_counts() {
             "|",
         ),
     ] {
-        let report = extract_one(&pages.join(file));
+        let report = extract_with(&pages.join(file), &["--rule-lines", "keep"]);
         let words = report["pages"][0]["words"].as_array().expect("words");
         assert!(
             words.iter().any(|w| w["text"] == stray),
@@ -148,6 +155,46 @@ fn a_title_with_stray_marks_still_counts() {
         assert_eq!(page["confidence"], 1.0, "{file}: title not counted: {page}");
         assert_eq!(page["first_page"], true, "{file}: {page}");
     }
+}
+
+/// What Tesseract reads from table borders (`|` between a label cell and its value cell) is
+/// taken out by default, and nothing else is: the same scan read with the marks kept has
+/// them, and gives the same fields.
+#[test]
+fn borders_read_as_text_are_taken_out_and_nothing_else() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/generated/forms/bordered-customs-declaration.low-contrast.scan.pdf");
+    let kept = extract_with(&file, &["--rule-lines", "keep"]);
+    let dropped = extract_one(&file);
+    let words = |report: &Value| -> Vec<String> {
+        report["pages"]
+            .as_array()
+            .expect("pages")
+            .iter()
+            .flat_map(|p| p["words"].as_array().expect("words").iter())
+            .filter_map(|w| w["text"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (kept_words, dropped_words) = (words(&kept), words(&dropped));
+    let bars = |words: &[String]| words.iter().filter(|w| *w == "|").count();
+    assert!(
+        bars(&kept_words) >= 3,
+        "OCR no longer reads the borders as `|`, so this scan tests nothing: {kept_words:?}"
+    );
+    assert_eq!(bars(&dropped_words), 0, "{dropped_words:?}");
+    // Only the bars went: every other word is read the same, in the same order.
+    let without_bars: Vec<&String> = kept_words.iter().filter(|w| *w != "|").collect();
+    assert_eq!(without_bars, dropped_words.iter().collect::<Vec<_>>());
+    let chosen = |report: &Value| -> Vec<Value> {
+        report["analysis"]["segments"]
+            .as_array()
+            .expect("segments")
+            .iter()
+            .flat_map(|s| s["facts"].as_array().expect("facts").iter())
+            .map(|f| f["chosen"]["raw"].clone())
+            .collect()
+    };
+    assert_eq!(chosen(&kept), chosen(&dropped));
 }
 
 /// A stacked form (small-capital labels, each value under its label, three columns side by

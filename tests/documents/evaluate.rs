@@ -19,11 +19,15 @@ pub const TRADE_YAML: &str = include_str!("../../workflows/trade.yaml");
 
 /// The reading options under test: the product's defaults (300 DPI) with English and French,
 /// as the `reading` processor is configured for the trade workflow.
-/// `IRONCLAD_REMOVE_RULE_LINES=1` takes rule lines off first, to measure what that is worth.
+/// `IRONCLAD_RULE_LINES=keep|drop-marks|erase` changes what becomes of rule lines, to measure
+/// what each is worth.
 pub fn read_options() -> ReadOptions {
     ReadOptions {
         languages: "eng+fra".into(),
-        remove_rule_lines: std::env::var("IRONCLAD_REMOVE_RULE_LINES").is_ok_and(|v| v == "1"),
+        rule_lines: std::env::var("IRONCLAD_RULE_LINES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
         text_height_px: ironclad_ocr::text_height_setting(
             std::env::var("IRONCLAD_OCR_TEXT_HEIGHT")
                 .ok()

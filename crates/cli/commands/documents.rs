@@ -69,10 +69,15 @@ pub struct ExtractArgs {
     /// match) instead of in reading order.
     #[arg(long)]
     pub layout: bool,
-    /// Take table borders and underlines off scanned pages before OCR, so they do not turn
-    /// into `|` or stick to words (experimental: it helps some pages and hurts others).
-    #[arg(long)]
-    pub remove_rule_lines: bool,
+    /// What becomes of table borders and underlines on scanned pages: `drop-marks` takes out
+    /// what OCR read from them (`|`, `|Shipper`); `keep` keeps it; `erase` takes the rules
+    /// off the image before OCR (experimental: it costs fields on some pages).
+    #[arg(
+        long,
+        value_name = "keep|drop-marks|erase",
+        default_value = "drop-marks"
+    )]
+    pub rule_lines: ironclad_ocr::RuleLines,
     /// Tesseract languages.
     #[arg(long, env = "IRONCLAD_OCR_LANGUAGES", default_value = "eng+fra")]
     pub languages: String,
@@ -307,7 +312,7 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let reader = std::sync::Arc::new(PageReader::new(
         ReadOptions {
             languages: args.languages.clone(),
-            remove_rule_lines: args.remove_rule_lines,
+            rule_lines: args.rule_lines,
             text_height_px: ironclad_ocr::text_height_setting(args.text_height),
             ..ReadOptions::default()
         },

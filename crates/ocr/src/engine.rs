@@ -7,6 +7,7 @@
 
 use crate::confusables::{self, Glyph};
 use crate::gray::Gray;
+use crate::rule_lines::{BoxInk, RuleProbe};
 use crate::text_clean::word_text;
 use ironclad_core::page::{BBox, Word};
 use leptess::capi;
@@ -133,6 +134,7 @@ impl Tess {
         img: &Gray,
         dpi: Option<u32>,
         budget: Duration,
+        drop_rule_marks: bool,
     ) -> Result<Recognized, String> {
         let started = Instant::now();
         self.set_image(img, dpi)?;
@@ -157,7 +159,7 @@ impl Tess {
             self.clear();
             return Err(format!("Tesseract recognition failed (code {rc})"));
         }
-        let words = self.words(img);
+        let words = self.words(img, drop_rule_marks);
         self.clear();
         words
             .map(Recognized::Words)
@@ -168,11 +170,14 @@ impl Tess {
     /// and lines numbered in order of appearance. Walks Tesseract's result iterator word by
     /// word rather than asking for its TSV, which also formats page, block, paragraph and
     /// line rows and asks, for each word, whether it ends each of them (≈2 % of a page).
-    /// `None` when Tesseract gives no result iterator at all (not the same as a blank page).
-    fn words(&mut self, img: &Gray) -> Option<Vec<Word>> {
+    /// With `drop_rule_marks`, what Tesseract read from table borders and underlines is
+    /// taken out ([`RuleMarks`]). `None` when Tesseract gives no result iterator at all (not
+    /// the same as a blank page).
+    fn words(&mut self, img: &Gray, drop_rule_marks: bool) -> Option<Vec<Word>> {
         let (w, h) = (img.width.max(1) as f32, img.height.max(1) as f32);
-        // Ink is told from paper at the page's own threshold, found once a word needs it.
-        let mut ink = None;
+        // Ink is told from paper at the page's own threshold.
+        let ink = Ink::of(img);
+        let probe = drop_rule_marks.then(|| RuleProbe::new(img, ink.threshold));
         let word = capi::TessPageIteratorLevel_RIL_WORD;
         // SAFETY: valid handle after Recognize; the iterator is owned here and deleted below.
         let it = unsafe { capi::TessBaseAPIGetIterator(self.raw.as_ptr()) };
@@ -181,6 +186,7 @@ impl Tess {
         }
         let mut words = Vec::new();
         let mut glyphs = Vec::new();
+        let mut marks = Vec::new();
         let (mut line, mut new_line) = (0u32, false);
         loop {
             // SAFETY: `it` is a live result iterator; a result iterator is a page iterator
@@ -206,11 +212,25 @@ impl Tess {
                             line += 1;
                         }
                         new_line = false;
-                        glyphs.push(if confusables::has_confusable(&s) {
-                            let ink = ink.get_or_insert_with(|| Ink::of(img));
-                            word_glyphs(it, &s, ink)
+                        let word_ink = probe.as_ref().map(|p| p.ink(l, t, r, b));
+                        let confusable = confusables::has_confusable(&s);
+                        let rule_ends = word_ink.as_ref().is_some_and(|i| {
+                            !i.is_only_rule()
+                                && (i.rule_before().is_some() || i.rule_after().is_some())
+                        });
+                        let symbols = if confusable || rule_ends {
+                            word_symbols(it).filter(|symbols| spell(symbols) == s)
                         } else {
                             None
+                        };
+                        glyphs.push(match &symbols {
+                            Some(symbols) if confusable => Some(glyphs_of(symbols, &ink)),
+                            _ => None,
+                        });
+                        marks.push(match (&word_ink, &symbols) {
+                            (Some(i), _) if i.is_only_rule() => RuleMarks::Whole,
+                            (Some(i), Some(symbols)) if rule_ends => RuleMarks::at_ends(i, symbols),
+                            _ => RuleMarks::None,
                         });
                         words.push(Word {
                             text: s,
@@ -236,6 +256,16 @@ impl Tess {
         let settled = confusables::settle(words.iter_mut().map(|w| &mut w.text), &glyphs);
         if settled > 0 {
             tracing::debug!(settled, "confusable glyphs settled by their shapes");
+        }
+        // After settling, which measured the glyphs by their place in the untouched words.
+        let before = words.len();
+        let words: Vec<Word> = words
+            .into_iter()
+            .zip(marks)
+            .filter_map(|(word, marks)| marks.apply(word, img.width))
+            .collect();
+        if drop_rule_marks {
+            tracing::debug!(dropped = before - words.len(), "rule marks taken out");
         }
         Some(words)
     }
@@ -269,16 +299,28 @@ impl Tess {
     }
 }
 
-/// The glyphs of the word `it` stands on, with their boxes' sizes, when they spell `text`
-/// (what the word became once cleaned); `None` otherwise.
+/// One symbol of a word as Tesseract boxed it: its character and box in pixels (left, top,
+/// right, bottom).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Symbol {
+    ch: char,
+    l: c_int,
+    t: c_int,
+    r: c_int,
+    b: c_int,
+}
+
+/// What a word's symbols spell.
+fn spell(symbols: &[Symbol]) -> String {
+    symbols.iter().map(|s| s.ch).collect()
+}
+
+/// The symbols of the word `it` stands on; `None` when they do not map one-to-one to
+/// characters (a ligature, an empty symbol).
 ///
 /// # Safety
 /// `it` must be a live result iterator standing on a word.
-unsafe fn word_glyphs(
-    it: *mut capi::TessResultIterator,
-    text: &str,
-    ink: &Ink<'_>,
-) -> Option<Vec<Glyph>> {
+unsafe fn word_symbols(it: *mut capi::TessResultIterator) -> Option<Vec<Symbol>> {
     let symbol = capi::TessPageIteratorLevel_RIL_SYMBOL;
     let word = capi::TessPageIteratorLevel_RIL_WORD;
     // A copy walks the word's symbols, leaving `it` on the word.
@@ -286,7 +328,8 @@ unsafe fn word_glyphs(
     if walker.is_null() {
         return None;
     }
-    let mut glyphs = Vec::new();
+    let mut symbols = Vec::new();
+    let mut one_to_one = true;
     loop {
         let page_it = capi::TessResultIteratorGetPageIteratorConst(walker);
         let raw = capi::TessResultIteratorGetUTF8Text(walker, symbol);
@@ -298,21 +341,10 @@ unsafe fn word_glyphs(
         let (mut l, mut t, mut r, mut b) = (0, 0, 0, 0);
         capi::TessPageIteratorBoundingBox(page_it, symbol, &mut l, &mut t, &mut r, &mut b);
         let mut chars = ch.chars();
-        if let (Some(c), None) = (chars.next(), chars.next()) {
-            // Only the confusable glyphs are measured; the others only say what the word is.
-            let (width, height) = if confusables::has_confusable(&ch) {
-                ink.size(l, t, r, b).unwrap_or((0, 0))
-            } else {
-                (0, 0)
-            };
-            glyphs.push(Glyph {
-                ch: c,
-                width,
-                height,
-            });
+        if let (Some(ch), None) = (chars.next(), chars.next()) {
+            symbols.push(Symbol { ch, l, t, r, b });
         } else {
-            // A ligature or an empty symbol: the glyphs no longer map one-to-one.
-            glyphs.clear();
+            one_to_one = false;
             break;
         }
         if capi::TessPageIteratorIsAtFinalElement(page_it, word, symbol) != 0
@@ -322,8 +354,106 @@ unsafe fn word_glyphs(
         }
     }
     capi::TessResultIteratorDelete(walker);
-    let spelled: String = glyphs.iter().map(|g| g.ch).collect();
-    (!glyphs.is_empty() && spelled == text).then_some(glyphs)
+    (one_to_one && !symbols.is_empty()).then_some(symbols)
+}
+
+/// The glyphs of a word's symbols, with the ink size of the confusable ones (only they are
+/// measured; the others only say what the word is).
+fn glyphs_of(symbols: &[Symbol], ink: &Ink<'_>) -> Vec<Glyph> {
+    symbols
+        .iter()
+        .map(|s| {
+            let (width, height) = if confusables::has_confusable(s.ch.encode_utf8(&mut [0; 4])) {
+                ink.size(s.l, s.t, s.r, s.b).unwrap_or((0, 0))
+            } else {
+                (0, 0)
+            };
+            Glyph {
+                ch: s.ch,
+                width,
+                height,
+            }
+        })
+        .collect()
+}
+
+/// What Tesseract read from rules in one word: nothing, the whole word (`|`, `—`, `ee` from a
+/// cell border), or glyphs at its ends (`|Shipper`), to cut off with the part of the box
+/// they sit in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RuleMarks {
+    None,
+    Whole,
+    Ends {
+        lead: usize,
+        trail: usize,
+        /// The box's new left and right edges, in pixels.
+        x0: c_int,
+        x1: c_int,
+    },
+}
+
+impl RuleMarks {
+    /// The leading and trailing symbols that sit where the word's box holds only rule ink:
+    /// left of where its other ink starts, or right of where it ends.
+    fn at_ends(ink: &BoxInk, symbols: &[Symbol]) -> RuleMarks {
+        let centre = |s: &Symbol| (s.l + s.r) / 2;
+        let lead = ink.rule_before().map_or(0, |start| {
+            symbols
+                .iter()
+                .take_while(|s| centre(s) < start as c_int)
+                .count()
+        });
+        let trail = ink.rule_after().map_or(0, |end| {
+            symbols[lead..]
+                .iter()
+                .rev()
+                .take_while(|s| centre(s) >= end as c_int)
+                .count()
+        });
+        if lead == 0 && trail == 0 || lead + trail >= symbols.len() {
+            return RuleMarks::None;
+        }
+        let kept = &symbols[lead..symbols.len() - trail];
+        // Symbol boxes are loose: the box ends where the ink that is not rule does.
+        let start = ink.rule_before().map_or(c_int::MIN, |x| x as c_int);
+        let end = ink.rule_after().map_or(c_int::MAX, |x| x as c_int);
+        match (kept.first(), kept.last()) {
+            (Some(first), Some(last)) => RuleMarks::Ends {
+                lead,
+                trail,
+                x0: first.l.max(start),
+                x1: last.r.min(end),
+            },
+            _ => RuleMarks::None,
+        }
+    }
+
+    /// The word with its rule marks taken out; `None` when it was all rule.
+    fn apply(self, mut word: Word, image_width: u32) -> Option<Word> {
+        match self {
+            RuleMarks::None => Some(word),
+            RuleMarks::Whole => None,
+            RuleMarks::Ends {
+                lead,
+                trail,
+                x0,
+                x1,
+            } => {
+                let n = word.text.chars().count();
+                word.text = word
+                    .text
+                    .chars()
+                    .skip(lead)
+                    .take(n.saturating_sub(lead + trail))
+                    .collect();
+                let w = image_width.max(1) as f32;
+                word.bbox.x0 = word.bbox.x0.max(x0 as f32 / w);
+                word.bbox.x1 = word.bbox.x1.min(x1 as f32 / w).max(word.bbox.x0);
+                (!word.text.is_empty()).then_some(word)
+            }
+        }
+    }
 }
 
 /// The dark pixels of a page, for measuring glyphs. Tesseract's symbol boxes come from its
@@ -335,7 +465,7 @@ struct Ink<'a> {
 }
 
 impl<'a> Ink<'a> {
-    fn of(img: &'a Gray) -> Ink<'a> {
+    pub(crate) fn of(img: &'a Gray) -> Ink<'a> {
         let threshold = crate::gray::otsu(&img.pixels).unwrap_or(128);
         Ink { img, threshold }
     }

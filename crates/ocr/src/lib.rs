@@ -57,11 +57,13 @@
 //!   extra; an upside-down page costs about two readings. Small skew (a couple of degrees) is
 //!   left to Tesseract's own line finding. Boxes are relative to the upright page, i.e. after
 //!   the clockwise rotation reported in [`PageText::rotation`].
-//! * **Rule lines off.** With [`ReadOptions::remove_rule_lines`] (off by default), table borders
-//!   and underlines — long, thin, straight runs of ink — are taken off the page image before
-//!   Tesseract sees it (`rule_lines.rs`), so they do not become `|` tokens or stick to the
-//!   words beside them. Letters, dashes and filled blocks stay. It costs one pass over the
-//!   pixels per direction.
+//! * **Rule marks out.** Table borders and underlines are long, thin, straight runs of ink.
+//!   Tesseract keeps them on the page (its layout analysis uses them), but what it reads from
+//!   them as text is taken out after OCR ([`RuleLines::DropMarks`], the default): a word
+//!   whose ink is all rule (`|`, `ee`) goes, and so do glyphs at a word's ends that sit on a
+//!   rule (`|Shipper` becomes `Shipper`, its box narrowed). Only the pixels around each word
+//!   are examined (`rule_lines.rs`). [`RuleLines::Erase`] takes rules off the image before
+//!   OCR instead; it was measured to cost fields (`bench/rule-lines`).
 //! * **Cache by content.** With a [`PageCache`], an OCRed page is stored under a digest of the
 //!   source bytes and page index (so reprocessing a file skips rendering and OCR) and of the
 //!   rendered pixels (so the same scan inside another file is recognised too). Keys include
@@ -156,11 +158,9 @@ pub struct ReadOptions {
     pub min_text_layer_chars: usize,
     /// Detect pages turned by 90°, 180° or 270° and read them upright. Default true.
     pub detect_rotation: bool,
-    /// Take table borders and underlines off a page image before OCR, so Tesseract does not
-    /// read them as `|` or glue them to words. Default false: on the fixtures it helps some
-    /// pages and hurts others, where Tesseract's own line finder did better
-    /// (`bench/rule-lines`).
-    pub remove_rule_lines: bool,
+    /// What becomes of table borders and underlines that Tesseract reads as text (`|`, `ee`,
+    /// `|Shipper`). Default [`RuleLines::DropMarks`].
+    pub rule_lines: RuleLines,
     /// Scale each scanned page so its body text is about this many pixels tall before OCR
     /// (estimated from the page, see `text_height`): Tesseract's cost grows with pixels, its
     /// recognizer does not need more. Pages are never enlarged nor taken below 200 DPI, and
@@ -183,11 +183,45 @@ impl Default for ReadOptions {
             page_timeout: Duration::from_secs(120),
             min_text_layer_chars: 25,
             detect_rotation: true,
-            remove_rule_lines: false,
+            rule_lines: RuleLines::DropMarks,
             text_height_px: DEFAULT_TEXT_HEIGHT_PX,
             threads: thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+        }
+    }
+}
+
+/// What becomes of rule lines (table borders, underlines) on scanned pages.
+///
+/// Tesseract finds long rules itself and uses them to tell cells and columns apart, but it
+/// still reads some as text: a border beside a word as `|` or glued to it (`|Shipper`), a
+/// blurred one as `ee`. Erasing rules from the image first (`Erase`) was measured to lose
+/// fields elsewhere on the page (`bench/rule-lines`), so the default leaves the image alone
+/// and takes out, after OCR, the words and the glyphs at a word's ends whose ink is all rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuleLines {
+    /// Keep whatever Tesseract read.
+    Keep,
+    /// Take out the words, and the glyphs at a word's ends, made only of a rule's ink.
+    #[default]
+    DropMarks,
+    /// Take rules off the page image before OCR (experimental: it changes Tesseract's layout
+    /// analysis and costs fields on some pages).
+    Erase,
+}
+
+impl std::str::FromStr for RuleLines {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "keep" => Ok(RuleLines::Keep),
+            "drop-marks" => Ok(RuleLines::DropMarks),
+            "erase" => Ok(RuleLines::Erase),
+            other => Err(format!(
+                "unknown rule-line handling {other:?} (expected keep, drop-marks or erase)"
+            )),
         }
     }
 }
@@ -691,7 +725,7 @@ impl PageReader {
         } else {
             self.fit_text_height(img, dpi, index)
         };
-        if self.opts.remove_rule_lines {
+        if self.opts.rule_lines == RuleLines::Erase {
             let erased = rule_lines::erase(&mut img);
             tracing::debug!(
                 page = index + 1,
@@ -757,12 +791,12 @@ impl PageReader {
     fn source_key(&self, digest: &[u8; 32], index: u32) -> String {
         let o = &self.opts;
         let settings = format!(
-            "{}\0{}\0{}\0{}\0{}\0{:?}",
+            "{}\0{}\0{}\0{}\0{:?}\0{:?}",
             o.languages,
             o.dpi,
             o.min_text_layer_chars,
             o.detect_rotation,
-            o.remove_rule_lines,
+            o.rule_lines,
             o.text_height_px
         );
         cache_key(&[b"source", digest, &index.to_le_bytes(), settings.as_bytes()])
@@ -773,8 +807,8 @@ impl PageReader {
     fn pixel_key(&self, img: &Gray, dpi: Option<u32>) -> String {
         let o = &self.opts;
         let settings = format!(
-            "{}\0{:?}\0{}\0{}\0{:?}",
-            o.languages, dpi, o.detect_rotation, o.remove_rule_lines, o.text_height_px
+            "{}\0{:?}\0{}\0{:?}\0{:?}",
+            o.languages, dpi, o.detect_rotation, o.rule_lines, o.text_height_px
         );
         cache_key(&[b"pixels", &img.digest(), settings.as_bytes()])
     }
@@ -797,7 +831,8 @@ fn cache_key(parts: &[&[u8]]) -> String {
     // 2: words from the result iterator, no fixed-pitch pass, image resolution hints.
     // 3: pages carry their size in points.
     // 4: `1`/`I` and `0`/`O` inside identifiers settled by the glyphs' shapes.
-    h.update(b"ironclad-ocr/4\0");
+    // 5: words and end glyphs read from rule lines taken out (`RuleLines`).
+    h.update(b"ironclad-ocr/5\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());

@@ -40,6 +40,8 @@ struct Engines {
 pub(crate) struct OcrPool {
     languages: String,
     detect_rotation: bool,
+    /// Take out what Tesseract read from rule lines ([`crate::RuleLines::DropMarks`]).
+    drop_rule_marks: bool,
     page_timeout: Duration,
     /// Most idle engines kept: as many as one file's pages can use at once.
     keep: usize,
@@ -58,6 +60,7 @@ impl OcrPool {
         OcrPool {
             languages: opts.languages.clone(),
             detect_rotation: opts.detect_rotation,
+            drop_rule_marks: opts.rule_lines == crate::RuleLines::DropMarks,
             page_timeout: opts.page_timeout,
             keep: opts.threads.max(1),
             idle: Mutex::new(Vec::new()),
@@ -248,7 +251,7 @@ fn recognize(
         }
     };
     pool.ocr_calls.fetch_add(1, Ordering::Relaxed);
-    match tess.recognize(img, dpi, budget) {
+    match tess.recognize(img, dpi, budget, pool.drop_rule_marks) {
         Ok(Recognized::Words(words)) => Ok(words),
         Ok(Recognized::TimedOut) => Err(timeout(page_no, pool.page_timeout)),
         Err(m) => Err(ReadError::Terminal(format!("page {page_no}: {m}"))),

@@ -166,6 +166,342 @@ fn paper_level(pixels: &[u8], ink: u8) -> u8 {
     u8::MAX
 }
 
+/// Rules looked for around one box at a time, after OCR: the same long, thin runs of ink that
+/// [`erase`] takes off (here allowed to drift a pixel aside, as a rule on a skewed scan does),
+/// but found only where a word is, so the page Tesseract reads keeps its
+/// rules (its own layout analysis uses them to tell cells and columns apart; erasing them
+/// first changed words far from any rule) and the cost is a few thousand pixels a word.
+pub(crate) struct RuleProbe<'a> {
+    img: &'a Gray,
+    /// Ink is at or below it (the page's Otsu threshold).
+    ink: u8,
+    min_h: usize,
+    min_v: usize,
+    thick: usize,
+    fringe: usize,
+}
+
+/// A box's ink, split by whether it belongs to a rule, column by column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BoxInk {
+    /// The box's left edge, in pixels.
+    pub left: usize,
+    /// Per column of the box: dark pixels on a rule or within its fringe, and the others.
+    pub columns: Vec<(u32, u32)>,
+}
+
+impl BoxInk {
+    /// Dark pixels in the box.
+    pub fn total(&self) -> usize {
+        self.columns.iter().map(|&(r, o)| (r + o) as usize).sum()
+    }
+
+    /// Dark pixels neither on a rule nor in its fringe.
+    pub fn off_rules(&self) -> usize {
+        self.columns.iter().map(|&(_, o)| o as usize).sum()
+    }
+
+    /// Whether the box touches a rule at all.
+    pub fn has_rule(&self) -> bool {
+        self.columns.iter().any(|&(r, _)| r > 0)
+    }
+
+    /// Whether the box holds a rule and next to nothing else: at most a speck beside it.
+    pub fn is_only_rule(&self) -> bool {
+        let off = self.off_rules();
+        self.has_rule() && off <= SPECK.max(self.total() / 20)
+    }
+
+    /// Where the box's ink that is not a rule starts: the left edge of its first column
+    /// with more than a speck's worth of such ink, when a rule lies left of it.
+    pub fn rule_before(&self) -> Option<usize> {
+        let first = self.columns.iter().position(|&(_, o)| o > 1)?;
+        self.columns[..first]
+            .iter()
+            .any(|&(r, _)| r > 0)
+            .then_some(self.left + first)
+    }
+
+    /// Where the box's ink that is not a rule ends (exclusive), when a rule lies right of it.
+    pub fn rule_after(&self) -> Option<usize> {
+        let last = self.columns.iter().rposition(|&(_, o)| o > 1)?;
+        self.columns[last + 1..]
+            .iter()
+            .any(|&(r, _)| r > 0)
+            .then_some(self.left + last + 1)
+    }
+}
+
+/// Dark pixels off a rule that still count as nothing: a speck or the rule's ragged edge.
+const SPECK: usize = 6;
+
+impl<'a> RuleProbe<'a> {
+    /// A probe of `img`, whose ink is at or below `ink`.
+    pub fn new(img: &'a Gray, ink: u8) -> RuleProbe<'a> {
+        let (w, h) = (img.width as usize, img.height as usize);
+        let thick = max_thickness(w, h);
+        RuleProbe {
+            img,
+            ink,
+            min_h: min_run(w),
+            min_v: min_run(h),
+            thick,
+            fringe: (thick / 2).max(FRINGE),
+        }
+    }
+
+    fn dark(&self, x: usize, y: usize) -> bool {
+        self.img.pixels[y * self.img.width as usize + x] <= self.ink
+    }
+
+    /// Length of the vertical run of ink through (x, y), counting no further than `min_v`.
+    /// The run may step one column aside where it would end, so a rule on a slightly skewed
+    /// scan (one column over every few dozen rows) is still one run.
+    fn vertical_run(&self, x: usize, y: usize) -> usize {
+        if !self.dark(x, y) {
+            return 0;
+        }
+        let (w, h) = (self.img.width as usize, self.img.height as usize);
+        let mut n = 1;
+        for step in [Step::Back, Step::Forward] {
+            let (mut cx, mut cy) = (x, y);
+            while n < self.min_v {
+                let Some(ny) = step.from(cy, h) else { break };
+                match aside(cx, w).find(|&nx| self.dark(nx, ny) && straight(nx, x, n)) {
+                    Some(nx) => (cx, cy) = (nx, ny),
+                    None => break,
+                }
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Length of the horizontal run of ink through (x, y), counting no further than `min_h`,
+    /// stepping one row aside where it would end (see [`RuleProbe::vertical_run`]).
+    fn horizontal_run(&self, x: usize, y: usize) -> usize {
+        if !self.dark(x, y) {
+            return 0;
+        }
+        let (w, h) = (self.img.width as usize, self.img.height as usize);
+        let mut n = 1;
+        for step in [Step::Back, Step::Forward] {
+            let (mut cx, mut cy) = (x, y);
+            while n < self.min_h {
+                let Some(nx) = step.from(cx, w) else { break };
+                match aside(cy, h).find(|&ny| self.dark(nx, ny) && straight(ny, y, n)) {
+                    Some(ny) => (cx, cy) = (nx, ny),
+                    None => break,
+                }
+                n += 1;
+            }
+        }
+        n
+    }
+
+    fn on_vertical(&self, x: usize, y: usize) -> bool {
+        self.vertical_run(x, y) >= self.min_v
+    }
+
+    fn on_horizontal(&self, x: usize, y: usize) -> bool {
+        self.horizontal_run(x, y) >= self.min_h
+    }
+
+    /// The ink of the box (left, top, right, bottom in pixels, exclusive ends), split by
+    /// whether it lies on a rule or within its fringe.
+    pub fn ink(&self, l: i32, t: i32, r: i32, b: i32) -> BoxInk {
+        let (w, h) = (self.img.width as usize, self.img.height as usize);
+        let clamp = |v: i32, max: usize| (v.max(0) as usize).min(max);
+        let (l, r, t, b) = (clamp(l, w), clamp(r, w), clamp(t, h), clamp(b, h));
+        if l >= r || t >= b || w < 2 * 40 || h < 2 * 40 {
+            return BoxInk::default();
+        }
+        // The box grown by the fringe, so a rule just outside it still claims its fringe.
+        let f = self.fringe;
+        let region = Region {
+            x0: l.saturating_sub(f),
+            y0: t.saturating_sub(f),
+            x1: (r + f).min(w),
+            y1: (b + f).min(h),
+        };
+        let rule = self.rules_in(&region);
+        let mut columns = vec![(0u32, 0u32); r - l];
+        for y in t..b {
+            for x in l..r {
+                if !self.dark(x, y) {
+                    continue;
+                }
+                let (y0, y1) = (
+                    y.saturating_sub(f).max(region.y0),
+                    (y + f + 1).min(region.y1),
+                );
+                let (x0, x1) = (
+                    x.saturating_sub(f).max(region.x0),
+                    (x + f + 1).min(region.x1),
+                );
+                let column = &mut columns[x - l];
+                if (y0..y1).any(|yy| (x0..x1).any(|xx| rule[region.at(xx, yy)])) {
+                    column.0 += 1;
+                } else {
+                    column.1 += 1;
+                }
+            }
+        }
+        BoxInk { left: l, columns }
+    }
+
+    /// Which pixels of `region` lie on a rule. Runs are measured once per column and row of
+    /// the region, and followed outside it only where they reach its edge.
+    fn rules_in(&self, region: &Region) -> Vec<bool> {
+        let (rw, rh) = (region.x1 - region.x0, region.y1 - region.y0);
+        let mut vertical = vec![false; rw * rh];
+        for x in region.x0..region.x1 {
+            let mut y = region.y0;
+            while y < region.y1 {
+                if !self.dark(x, y) {
+                    y += 1;
+                    continue;
+                }
+                let start = y;
+                while y < region.y1 && self.dark(x, y) {
+                    y += 1;
+                }
+                // Measured by the walk even inside the region: on a skewed page a rule's
+                // straight pieces are shorter than the rule.
+                let long = y - start >= self.min_v || self.on_vertical(x, start);
+                if long {
+                    (start..y).for_each(|yy| vertical[region.at(x, yy)] = true);
+                }
+            }
+        }
+        let mut horizontal = vec![false; rw * rh];
+        for y in region.y0..region.y1 {
+            let mut x = region.x0;
+            while x < region.x1 {
+                if !self.dark(x, y) {
+                    x += 1;
+                    continue;
+                }
+                let start = x;
+                while x < region.x1 && self.dark(x, y) {
+                    x += 1;
+                }
+                let long = x - start >= self.min_h || self.on_horizontal(start, y);
+                if long {
+                    (start..x).for_each(|xx| horizontal[region.at(xx, y)] = true);
+                }
+            }
+        }
+        // Only thin structures are rules: a long vertical run in a row of more than a rule's
+        // thickness of them, or a long horizontal one in such a column, is a filled block.
+        let mut rule = vec![false; rw * rh];
+        for y in region.y0..region.y1 {
+            let mut x = region.x0;
+            while x < region.x1 {
+                if !vertical[region.at(x, y)] {
+                    x += 1;
+                    continue;
+                }
+                let start = x;
+                while x < region.x1 && vertical[region.at(x, y)] {
+                    x += 1;
+                }
+                let mut width = x - start;
+                if start == region.x0 {
+                    width += (1..=self.thick)
+                        .take_while(|&d| start >= d && self.on_vertical(start - d, y))
+                        .count();
+                }
+                if x == region.x1 {
+                    width += (0..self.thick)
+                        .take_while(|&d| {
+                            x + d < self.img.width as usize && self.on_vertical(x + d, y)
+                        })
+                        .count();
+                }
+                if width <= self.thick {
+                    (start..x).for_each(|xx| rule[region.at(xx, y)] = true);
+                }
+            }
+        }
+        for x in region.x0..region.x1 {
+            let mut y = region.y0;
+            while y < region.y1 {
+                if !horizontal[region.at(x, y)] {
+                    y += 1;
+                    continue;
+                }
+                let start = y;
+                while y < region.y1 && horizontal[region.at(x, y)] {
+                    y += 1;
+                }
+                let mut height = y - start;
+                if start == region.y0 {
+                    height += (1..=self.thick)
+                        .take_while(|&d| start >= d && self.on_horizontal(x, start - d))
+                        .count();
+                }
+                if y == region.y1 {
+                    height += (0..self.thick)
+                        .take_while(|&d| {
+                            y + d < self.img.height as usize && self.on_horizontal(x, y + d)
+                        })
+                        .count();
+                }
+                if height <= self.thick {
+                    (start..y).for_each(|yy| rule[region.at(x, yy)] = true);
+                }
+            }
+        }
+        rule
+    }
+}
+
+/// A direction along a run.
+#[derive(Clone, Copy)]
+enum Step {
+    Back,
+    Forward,
+}
+
+impl Step {
+    /// The next coordinate from `v` in this direction, inside `0..len`.
+    fn from(self, v: usize, len: usize) -> Option<usize> {
+        match self {
+            Step::Back => v.checked_sub(1),
+            Step::Forward => (v + 1 < len).then_some(v + 1),
+        }
+    }
+}
+
+/// Whether a run that has come `n` pixels from `origin` across, now at `v`, is still
+/// straight: a skewed rule drifts a pixel every few dozen; a path wandering through letters
+/// drifts faster.
+fn straight(v: usize, origin: usize, n: usize) -> bool {
+    v.abs_diff(origin) <= 1 + n / 16
+}
+
+/// The coordinate `v` itself, then its neighbours inside `0..len`: where a run goes on.
+fn aside(v: usize, len: usize) -> impl Iterator<Item = usize> {
+    [Some(v), v.checked_sub(1), (v + 1 < len).then_some(v + 1)]
+        .into_iter()
+        .flatten()
+}
+
+/// A rectangle of the page, exclusive ends, with its pixels indexed row by row.
+struct Region {
+    x0: usize,
+    y0: usize,
+    x1: usize,
+    y1: usize,
+}
+
+impl Region {
+    fn at(&self, x: usize, y: usize) -> usize {
+        (y - self.y0) * (self.x1 - self.x0) + (x - self.x0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +558,61 @@ mod tests {
             img.pixels.iter().all(|&p| p == 230),
             "no white streak on gray paper"
         );
+    }
+
+    #[test]
+    fn a_probe_tells_a_border_from_the_word_beside_it() {
+        let border = (600, 300, 603, 900); // a vertical cell border, 3 px
+        let stem = (612, 500, 616, 540); // the first letter of the value beside it
+        let bowl = (622, 510, 640, 540); // the rest of the word
+        let underline = (100, 700, 400, 702); // under a heading
+        let heading = (120, 660, 200, 696);
+        let img = page(1200, 1600, &[border, stem, bowl, underline, heading], 40);
+        let probe = RuleProbe::new(&img, 127);
+
+        // The border alone, as Tesseract boxes a `|` it read from it.
+        let bar = probe.ink(598, 480, 605, 545);
+        assert!(bar.is_only_rule(), "{bar:?}");
+
+        // The border glued to the word (`|Shipper`): the word's own ink starts at its stem.
+        let glued = probe.ink(598, 490, 641, 545);
+        assert!(!glued.is_only_rule());
+        assert_eq!(glued.rule_before(), Some(612));
+        assert_eq!(glued.rule_after(), None);
+
+        // The word alone touches no rule.
+        let word = probe.ink(610, 490, 641, 545);
+        assert!(!word.has_rule());
+        assert_eq!(word.off_rules(), word.total());
+
+        // An underlined heading keeps its letters: the underline is rule, the letters are not.
+        let heading_box = probe.ink(110, 655, 210, 705);
+        assert!(heading_box.has_rule() && !heading_box.is_only_rule());
+        assert_eq!(heading_box.off_rules(), 80 * 36);
+    }
+
+    #[test]
+    fn a_probe_follows_a_rule_on_a_skewed_scan() {
+        // A 2-px border drifting a column right every 40 rows: no straight piece of it is as
+        // long as a rule (53 px on this page).
+        let pieces: Vec<_> = (0..15)
+            .map(|i| (700 + i, 300 + 40 * i, 702 + i, 340 + 40 * i))
+            .collect();
+        let img = page(1200, 1600, &pieces, 40);
+        let probe = RuleProbe::new(&img, 127);
+        assert!(probe.ink(700, 480, 712, 530).is_only_rule());
+    }
+
+    #[test]
+    fn a_probe_leaves_letters_and_filled_blocks_alone() {
+        let block = (100, 1000, 1100, 1060); // a filled header cell
+        let wide = (300, 200, 306, 260); // a long but wide stroke, 60 px by 6
+        let thin = (400, 200, 403, 245); // a thin stroke shorter than a rule, 45 px
+        let img = page(1200, 1600, &[block, wide, thin], 40);
+        let probe = RuleProbe::new(&img, 127);
+        assert!(!probe.ink(90, 990, 300, 1070).has_rule());
+        assert!(!probe.ink(295, 195, 310, 265).has_rule());
+        assert!(!probe.ink(395, 195, 410, 250).has_rule());
     }
 
     #[test]
