@@ -377,6 +377,13 @@ fn glyphs_of(symbols: &[Symbol], ink: &Ink<'_>) -> Vec<Glyph> {
         .collect()
 }
 
+/// Whether OCR writes a rule's piece as `ch`: bars, brackets, dashes, quotes and the letters
+/// and digits that are a bare stroke. A letter touching a border (`code|`) sits in the
+/// rule's fringe too, and is kept.
+fn reads_as_rule(ch: char) -> bool {
+    matches!(ch, 'l' | 'I' | 'i' | 'j' | 'J' | '1') || !ch.is_alphanumeric()
+}
+
 /// What Tesseract read from rules in one word: nothing, the whole word (`|`, `—`, `ee` from a
 /// cell border), or glyphs at its ends (`|Shipper`), to cut off with the part of the box
 /// they sit in.
@@ -401,14 +408,14 @@ impl RuleMarks {
         let lead = ink.rule_before().map_or(0, |start| {
             symbols
                 .iter()
-                .take_while(|s| centre(s) < start as c_int)
+                .take_while(|s| centre(s) < start as c_int && reads_as_rule(s.ch))
                 .count()
         });
         let trail = ink.rule_after().map_or(0, |end| {
             symbols[lead..]
                 .iter()
                 .rev()
-                .take_while(|s| centre(s) >= end as c_int)
+                .take_while(|s| centre(s) >= end as c_int && reads_as_rule(s.ch))
                 .count()
         });
         if lead == 0 && trail == 0 || lead + trail >= symbols.len() {
