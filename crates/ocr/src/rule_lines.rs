@@ -175,8 +175,8 @@ pub(crate) struct RuleProbe<'a> {
     img: &'a Gray,
     /// Ink is at or below it (the page's Otsu threshold).
     ink: u8,
-    min_h: usize,
-    min_v: usize,
+    /// Shortest rule along each axis ([`Axis::Horizontal`] first).
+    min: [usize; 2],
     thick: usize,
     fringe: usize,
 }
@@ -243,8 +243,7 @@ impl<'a> RuleProbe<'a> {
         RuleProbe {
             img,
             ink,
-            min_h: min_run(w),
-            min_v: min_run(h),
+            min: [min_run(w), min_run(h)],
             thick,
             fringe: (thick / 2).max(FRINGE),
         }
@@ -254,21 +253,28 @@ impl<'a> RuleProbe<'a> {
         self.img.pixels[y * self.img.width as usize + x] <= self.ink
     }
 
-    /// Length of the vertical run of ink through (x, y), counting no further than `min_v`.
-    /// The run may step one column aside where it would end, so a rule on a slightly skewed
-    /// scan (one column over every few dozen rows) is still one run.
-    fn vertical_run(&self, x: usize, y: usize) -> usize {
+    /// Length of the run of ink along `axis` through `at`, counting no further than a
+    /// rule's shortest. The run may step one pixel aside where it would end, so a rule on a
+    /// slightly skewed scan (a pixel over every few dozen) is still one run.
+    fn run(&self, axis: Axis, at: (usize, usize)) -> usize {
+        let (x, y) = at;
         if !self.dark(x, y) {
             return 0;
         }
-        let (w, h) = (self.img.width as usize, self.img.height as usize);
+        let (along, across) = axis.split(at);
+        let (len_along, len_across) = axis.split(self.size());
+        let min = self.min[axis as usize];
         let mut n = 1;
         for step in [Step::Back, Step::Forward] {
-            let (mut cx, mut cy) = (x, y);
-            while n < self.min_v {
-                let Some(ny) = step.from(cy, h) else { break };
-                match aside(cx, w).find(|&nx| self.dark(nx, ny) && straight(nx, x, n)) {
-                    Some(nx) => (cx, cy) = (nx, ny),
+            let (mut a, mut c) = (along, across);
+            while n < min {
+                let Some(next) = step.from(a, len_along) else {
+                    break;
+                };
+                let beside = aside(c, len_across)
+                    .find(|&nc| straight(nc, across, n) && self.dark_at(axis, next, nc));
+                match beside {
+                    Some(nc) => (a, c) = (next, nc),
                     None => break,
                 }
                 n += 1;
@@ -277,34 +283,18 @@ impl<'a> RuleProbe<'a> {
         n
     }
 
-    /// Length of the horizontal run of ink through (x, y), counting no further than `min_h`,
-    /// stepping one row aside where it would end (see [`RuleProbe::vertical_run`]).
-    fn horizontal_run(&self, x: usize, y: usize) -> usize {
-        if !self.dark(x, y) {
-            return 0;
-        }
-        let (w, h) = (self.img.width as usize, self.img.height as usize);
-        let mut n = 1;
-        for step in [Step::Back, Step::Forward] {
-            let (mut cx, mut cy) = (x, y);
-            while n < self.min_h {
-                let Some(nx) = step.from(cx, w) else { break };
-                match aside(cy, h).find(|&ny| self.dark(nx, ny) && straight(ny, y, n)) {
-                    Some(ny) => (cx, cy) = (nx, ny),
-                    None => break,
-                }
-                n += 1;
-            }
-        }
-        n
+    /// Whether `at` lies on a run of ink along `axis` as long as a rule.
+    fn on_rule_run(&self, axis: Axis, at: (usize, usize)) -> bool {
+        self.run(axis, at) >= self.min[axis as usize]
     }
 
-    fn on_vertical(&self, x: usize, y: usize) -> bool {
-        self.vertical_run(x, y) >= self.min_v
+    fn dark_at(&self, axis: Axis, along: usize, across: usize) -> bool {
+        let (x, y) = axis.join(along, across);
+        self.dark(x, y)
     }
 
-    fn on_horizontal(&self, x: usize, y: usize) -> bool {
-        self.horizontal_run(x, y) >= self.min_h
+    fn size(&self) -> (usize, usize) {
+        (self.img.width as usize, self.img.height as usize)
     }
 
     /// The ink of the box (left, top, right, bottom in pixels, exclusive ends), split by
@@ -340,7 +330,7 @@ impl<'a> RuleProbe<'a> {
                     (x + f + 1).min(region.x1),
                 );
                 let column = &mut columns[x - l];
-                if (y0..y1).any(|yy| (x0..x1).any(|xx| rule[region.at(xx, yy)])) {
+                if (y0..y1).any(|yy| (x0..x1).any(|xx| rule[region.at((xx, yy))])) {
                     column.0 += 1;
                 } else {
                     column.1 += 1;
@@ -350,110 +340,87 @@ impl<'a> RuleProbe<'a> {
         BoxInk { left: l, columns }
     }
 
-    /// Which pixels of `region` lie on a rule. Runs are measured once per column and row of
-    /// the region, and followed outside it only where they reach its edge.
+    /// Which pixels of `region` lie on a rule. Runs are found once per line of the region,
+    /// and followed outside it by the walk.
     fn rules_in(&self, region: &Region) -> Vec<bool> {
-        let (rw, rh) = (region.x1 - region.x0, region.y1 - region.y0);
-        let mut vertical = vec![false; rw * rh];
-        for x in region.x0..region.x1 {
-            let mut y = region.y0;
-            while y < region.y1 {
-                if !self.dark(x, y) {
-                    y += 1;
-                    continue;
-                }
-                let start = y;
-                while y < region.y1 && self.dark(x, y) {
-                    y += 1;
-                }
-                // Measured by the walk even inside the region: on a skewed page a rule's
-                // straight pieces are shorter than the rule.
-                let long = y - start >= self.min_v || self.on_vertical(x, start);
-                if long {
-                    (start..y).for_each(|yy| vertical[region.at(x, yy)] = true);
+        let mut rule = vec![false; region.len()];
+        for axis in [Axis::Horizontal, Axis::Vertical] {
+            // Long runs along the axis.
+            let mut long = vec![false; region.len()];
+            for across in region.range(axis.other()) {
+                for (start, end) in region.runs(axis, across, |x, y| self.dark(x, y)) {
+                    // Measured by the walk even inside the region: on a skewed page a rule's
+                    // straight pieces are shorter than the rule.
+                    if end - start >= self.min[axis as usize]
+                        || self.on_rule_run(axis, axis.join(start, across))
+                    {
+                        (start..end).for_each(|a| long[region.at(axis.join(a, across))] = true);
+                    }
                 }
             }
-        }
-        let mut horizontal = vec![false; rw * rh];
-        for y in region.y0..region.y1 {
-            let mut x = region.x0;
-            while x < region.x1 {
-                if !self.dark(x, y) {
-                    x += 1;
-                    continue;
-                }
-                let start = x;
-                while x < region.x1 && self.dark(x, y) {
-                    x += 1;
-                }
-                let long = x - start >= self.min_h || self.on_horizontal(start, y);
-                if long {
-                    (start..x).for_each(|xx| horizontal[region.at(xx, y)] = true);
-                }
-            }
-        }
-        // Only thin structures are rules: a long vertical run in a row of more than a rule's
-        // thickness of them, or a long horizontal one in such a column, is a filled block.
-        let mut rule = vec![false; rw * rh];
-        for y in region.y0..region.y1 {
-            let mut x = region.x0;
-            while x < region.x1 {
-                if !vertical[region.at(x, y)] {
-                    x += 1;
-                    continue;
-                }
-                let start = x;
-                while x < region.x1 && vertical[region.at(x, y)] {
-                    x += 1;
-                }
-                let mut width = x - start;
-                if start == region.x0 {
-                    width += (1..=self.thick)
-                        .take_while(|&d| start >= d && self.on_vertical(start - d, y))
-                        .count();
-                }
-                if x == region.x1 {
-                    width += (0..self.thick)
-                        .take_while(|&d| {
-                            x + d < self.img.width as usize && self.on_vertical(x + d, y)
-                        })
-                        .count();
-                }
-                if width <= self.thick {
-                    (start..x).for_each(|xx| rule[region.at(xx, y)] = true);
-                }
-            }
-        }
-        for x in region.x0..region.x1 {
-            let mut y = region.y0;
-            while y < region.y1 {
-                if !horizontal[region.at(x, y)] {
-                    y += 1;
-                    continue;
-                }
-                let start = y;
-                while y < region.y1 && horizontal[region.at(x, y)] {
-                    y += 1;
-                }
-                let mut height = y - start;
-                if start == region.y0 {
-                    height += (1..=self.thick)
-                        .take_while(|&d| start >= d && self.on_horizontal(x, start - d))
-                        .count();
-                }
-                if y == region.y1 {
-                    height += (0..self.thick)
-                        .take_while(|&d| {
-                            y + d < self.img.height as usize && self.on_horizontal(x, y + d)
-                        })
-                        .count();
-                }
-                if height <= self.thick {
-                    (start..y).for_each(|yy| rule[region.at(x, yy)] = true);
+            // Only thin ones are rules: more than a rule's thickness of long runs side by
+            // side is a filled block. A stack reaching the region's edge is followed out.
+            let other = axis.other();
+            let (_, len_across) = axis.split(self.size());
+            for along in region.range(axis) {
+                let runs = region.runs(other, along, |x, y| long[region.at((x, y))]);
+                for (start, end) in runs {
+                    let (lo, hi) = region.bounds(other);
+                    let mut thickness = end - start;
+                    if start == lo {
+                        thickness += (1..=self.thick)
+                            .take_while(|&d| {
+                                start >= d && self.on_rule_run(axis, axis.join(along, start - d))
+                            })
+                            .count();
+                    }
+                    if end == hi {
+                        thickness += (0..self.thick)
+                            .take_while(|&d| {
+                                end + d < len_across
+                                    && self.on_rule_run(axis, axis.join(along, end + d))
+                            })
+                            .count();
+                    }
+                    if thickness <= self.thick {
+                        (start..end).for_each(|c| rule[region.at(axis.join(along, c))] = true);
+                    }
                 }
             }
         }
         rule
+    }
+}
+
+/// The two directions a rule runs in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Axis {
+    Horizontal = 0,
+    Vertical = 1,
+}
+
+impl Axis {
+    fn other(self) -> Axis {
+        match self {
+            Axis::Horizontal => Axis::Vertical,
+            Axis::Vertical => Axis::Horizontal,
+        }
+    }
+
+    /// A pixel `(x, y)` as (along this axis, across it).
+    fn split(self, (x, y): (usize, usize)) -> (usize, usize) {
+        match self {
+            Axis::Horizontal => (x, y),
+            Axis::Vertical => (y, x),
+        }
+    }
+
+    /// The pixel at `along` this axis and `across` it, as `(x, y)`.
+    fn join(self, along: usize, across: usize) -> (usize, usize) {
+        match self {
+            Axis::Horizontal => (along, across),
+            Axis::Vertical => (across, along),
+        }
     }
 }
 
@@ -497,8 +464,52 @@ struct Region {
 }
 
 impl Region {
-    fn at(&self, x: usize, y: usize) -> usize {
+    fn len(&self) -> usize {
+        (self.x1 - self.x0) * (self.y1 - self.y0)
+    }
+
+    fn at(&self, (x, y): (usize, usize)) -> usize {
         (y - self.y0) * (self.x1 - self.x0) + (x - self.x0)
+    }
+
+    /// The region's first and end coordinates along `axis`.
+    fn bounds(&self, axis: Axis) -> (usize, usize) {
+        match axis {
+            Axis::Horizontal => (self.x0, self.x1),
+            Axis::Vertical => (self.y0, self.y1),
+        }
+    }
+
+    fn range(&self, axis: Axis) -> std::ops::Range<usize> {
+        let (lo, hi) = self.bounds(axis);
+        lo..hi
+    }
+
+    /// The maximal runs, along `axis` on the line `across`, of pixels where `holds` is true,
+    /// as (start, end) coordinates along the axis.
+    fn runs(
+        &self,
+        axis: Axis,
+        across: usize,
+        holds: impl Fn(usize, usize) -> bool,
+    ) -> Vec<(usize, usize)> {
+        let mut runs = Vec::new();
+        let mut open = None;
+        for a in self.range(axis) {
+            let (x, y) = axis.join(a, across);
+            match (holds(x, y), open) {
+                (true, None) => open = Some(a),
+                (false, Some(start)) => {
+                    runs.push((start, a));
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(start) = open {
+            runs.push((start, self.bounds(axis).1));
+        }
+        runs
     }
 }
 
