@@ -17,6 +17,7 @@
 //! plus `lopdf` (see `inspect::pdf_guard` for what is covered).
 #![deny(missing_docs)]
 
+pub mod compiler;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod inspect;
@@ -26,6 +27,7 @@ pub mod rules;
 pub mod sniff;
 pub mod workflows;
 
+pub use compiler::ReadingCompiler;
 pub use inspect::{inspect, InspectError, InspectLimits, Inspection};
 pub use processor::{
     processor_from_spec, Behaviour, DocumentProcessor, ProcessFuture, ProcessedSource,
