@@ -3,6 +3,7 @@
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_core::RetryPolicy;
+use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_queue::Queue;
 use ironclad_store::Store;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -165,6 +166,9 @@ pub struct AppState {
     pub metrics: Option<PrometheusHandle>,
     /// Fault points armed by tests or `IRONCLAD_CRASH_AT`.
     pub faults: Faults,
+    /// Compiles the stored workflow files rulesets are validated and applied against: the
+    /// binary hands it the reading implementation its workers read with.
+    pub compiler: Arc<dyn ReadingCompiler>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -176,7 +180,7 @@ impl std::fmt::Debug for AppState {
             .field("config", &self.config)
             .field("metrics", &self.metrics.is_some())
             .field("faults", &self.faults)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

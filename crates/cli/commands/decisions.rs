@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use ironclad_core::review::ReviewAction;
 use ironclad_core::CaseId;
 use ironclad_documents::rules as case_rules;
+use ironclad_reading::ExtractCompiler;
 use ironclad_store::decisions::RulesApplied;
 use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
@@ -225,7 +226,11 @@ pub async fn reevaluate(c: &Connections, args: ReevaluateArgs) -> anyhow::Result
     let store = connect_store(c).await?;
     let ctx = case_tenant(&store, case).await?;
     let yaml = store.case_workflow_yaml(&ctx).await?;
-    let chosen = case_rules::choose_for_yaml(yaml.as_deref(), ctx.active_ruleset.as_ref());
+    let chosen = case_rules::choose_for_yaml(
+        &ExtractCompiler,
+        yaml.as_deref(),
+        ctx.active_ruleset.as_ref(),
+    );
     if let Some(problem) = &chosen.problem {
         eprintln!("ironclad: warning: {problem}");
     }
@@ -278,7 +283,9 @@ pub async fn rulesets(c: &Connections, cmd: RulesetsCommand) -> anyhow::Result<E
                 row.id, workflow, row.version
             );
             Ok(report_validation(case_rules::validate_for_yaml(
-                &yaml, &row.spec,
+                &ExtractCompiler,
+                &yaml,
+                &row.spec,
             )))
         }
         RulesetsCommand::List { tenant, workflow } => {
@@ -313,7 +320,9 @@ pub async fn rulesets(c: &Connections, cmd: RulesetsCommand) -> anyhow::Result<E
                 .context("no such ruleset")?;
             let yaml = latest_yaml(&store, &row.workflow).await?;
             Ok(report_validation(case_rules::validate_for_yaml(
-                &yaml, &row.spec,
+                &ExtractCompiler,
+                &yaml,
+                &row.spec,
             )))
         }
         RulesetsCommand::Activate {
@@ -327,8 +336,11 @@ pub async fn rulesets(c: &Connections, cmd: RulesetsCommand) -> anyhow::Result<E
                 .await?
                 .context("no such ruleset")?;
             let yaml = latest_yaml(&store, &row.workflow).await?;
-            if report_validation(case_rules::validate_for_yaml(&yaml, &row.spec))
-                != ExitCode::SUCCESS
+            if report_validation(case_rules::validate_for_yaml(
+                &ExtractCompiler,
+                &yaml,
+                &row.spec,
+            )) != ExitCode::SUCCESS
             {
                 bail!("not activated: the ruleset is invalid");
             }

@@ -6,7 +6,9 @@ use anyhow::Context;
 use ironclad_api::{ApiConfig, AppState, IntakeLimits, RateLimit};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
+use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::registry::{no_arguments, ProcessorRegistry};
+use ironclad_documents::workflows::CompiledWorkflow;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::templates::TemplateCatalog;
 use ironclad_runtime::workflows::WorkflowCatalog;
@@ -177,6 +179,7 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         }),
         metrics: Some(metrics.clone()),
         faults: faults.clone(),
+        compiler: reading_compiler(),
     };
     if let Some(address) = &s.metrics_listen {
         let listener = tokio::net::TcpListener::bind(address)
@@ -239,7 +242,10 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             // loaded with `ironclad templates load` (the built-in reader applies it).
             w = w
                 .with_workflows(catalog)
-                .with_templates(Arc::new(TemplateCatalog::new(store.clone())));
+                .with_templates(Arc::new(TemplateCatalog::new(
+                    store.clone(),
+                    reading_compiler(),
+                )));
         }
         let w = Arc::new(w);
         tasks.spawn(w.run(shutdown.clone()));
@@ -379,8 +385,9 @@ async fn build_processor(
         };
         return Ok((registry.build(&s.processor, &cx)?, None));
     }
-    let (yaml, workflow) = configured_workflow(s)?;
-    let name = workflow.spec().name.clone();
+    let compiler = reading_compiler();
+    let (yaml, workflow) = configured_workflow(compiler.as_ref(), s)?;
+    let name = workflow.name().to_owned();
     let (version, _) = store
         .load_workflow(&name, &yaml)
         .await
@@ -397,7 +404,7 @@ async fn build_processor(
         .await
         .context("reading stored workflows")?
     {
-        match ironclad_extract::Workflow::from_yaml(&stored.source_yaml) {
+        match compiler.compile_workflow(&stored.source_yaml) {
             Ok(w) => {
                 set.by_name.insert(
                     stored.name.clone(),
@@ -424,6 +431,7 @@ async fn build_processor(
     }
     let catalog = Arc::new(WorkflowCatalog::new(
         store.clone(),
+        compiler,
         set.default.clone(),
         set.by_name.values().cloned(),
     ));
@@ -434,15 +442,25 @@ async fn build_processor(
     Ok((registry.build(&s.processor, &cx)?, Some(catalog)))
 }
 
+/// How this binary compiles workflow files and template sets: with `ironclad-extract`, whose
+/// compiled forms both of its workflow processors (`reading`, `openai`) read.
+fn reading_compiler() -> Arc<dyn ReadingCompiler> {
+    Arc::new(ironclad_reading::ExtractCompiler)
+}
+
 /// The workflow file this process is configured with (`IRONCLAD_WORKFLOW`, else the built-in
-/// trade workflow), parsed.
-fn configured_workflow(s: &RoleSettings) -> anyhow::Result<(String, ironclad_extract::Workflow)> {
+/// trade workflow), compiled.
+fn configured_workflow(
+    compiler: &dyn ReadingCompiler,
+    s: &RoleSettings,
+) -> anyhow::Result<(String, CompiledWorkflow)> {
     let yaml = match &s.workflow {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("reading workflow {}", path.display()))?,
         None => super::documents::DEFAULT_WORKFLOW_YAML.to_owned(),
     };
-    let workflow = ironclad_extract::Workflow::from_yaml(&yaml)
+    let workflow = compiler
+        .compile_workflow(&yaml)
         .map_err(|e| anyhow::anyhow!("invalid workflow: {e}"))?;
     Ok((yaml, workflow))
 }
@@ -450,8 +468,8 @@ fn configured_workflow(s: &RoleSettings) -> anyhow::Result<(String, ironclad_ext
 /// Stores the configured workflow (a new version only if its text changed) and returns its
 /// name.
 async fn load_configured_workflow(store: &Store, s: &RoleSettings) -> anyhow::Result<String> {
-    let (yaml, workflow) = configured_workflow(s)?;
-    let name = workflow.spec().name.clone();
+    let (yaml, workflow) = configured_workflow(reading_compiler().as_ref(), s)?;
+    let name = workflow.name().to_owned();
     store
         .load_workflow(&name, &yaml)
         .await

@@ -7,6 +7,7 @@
 //! two lists agree.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod audit;
 pub mod case;
 pub mod decision;

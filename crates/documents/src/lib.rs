@@ -5,7 +5,10 @@
 //! * [`inspect()`] checks the file is a complete document within limits and counts its pages;
 //! * [`processor`] defines [`DocumentProcessor`], the step a worker runs per source, with a
 //!   stand-in implementation (verifies the blob, counts pages) until OCR arrives, and a
-//!   scripted one for failure tests.
+//!   scripted one for failure tests;
+//! * [`workflows`] and [`compiler`] carry the workflows and template sets a case is read with
+//!   across the seam, compiled by whichever reading implementation the binary injects, so
+//!   neither this crate nor the worker depends on one.
 //!
 //! **Design choice.** Inspection is our own bounds-checked parsing for PNG, JPEG and TIFF
 //! (headers and chunk/segment/IFD walks, no pixel decoding) and `lopdf` for PDF, fenced by a
@@ -17,6 +20,7 @@
 //! plus `lopdf` (see `inspect::pdf_guard` for what is covered).
 #![deny(missing_docs)]
 
+pub mod compiler;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod inspect;
@@ -26,6 +30,7 @@ pub mod rules;
 pub mod sniff;
 pub mod workflows;
 
+pub use compiler::ReadingCompiler;
 pub use inspect::{inspect, InspectError, InspectLimits, Inspection};
 pub use processor::{
     processor_from_spec, Behaviour, DocumentProcessor, ProcessFuture, ProcessedSource,

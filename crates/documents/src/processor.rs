@@ -50,7 +50,7 @@ pub struct ProcessedSource {
     /// Every page as read (empty for processors that do not read text).
     pub read: Vec<ironclad_core::page::PageText>,
     /// Classification, segmentation and extraction, when a workflow was applied.
-    pub analysis: Option<ironclad_extract::Analysis>,
+    pub analysis: Option<ironclad_core::analysis::Analysis>,
     /// The stored workflow version the analysis ran under, if any.
     pub workflow_id: Option<uuid::Uuid>,
 }

@@ -7,8 +7,9 @@
 //! decided with no rules, which the `safeguard_no_rules` safeguard turns into a review, and
 //! the problem is logged.
 
+use crate::compiler::ReadingCompiler;
+use crate::workflows::CompiledWorkflow;
 use ironclad_core::rules::{CompiledRuleset, Policy, RuleIssue, RulesetSpec, Schema};
-use ironclad_extract::Workflow;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -41,7 +42,7 @@ pub fn no_rules() -> CompiledRuleset {
 /// Parses and validates a managed ruleset's `{rules, policy}` against `workflow`. An empty
 /// ruleset is refused: activating it would silently send every case to review.
 pub fn compile_managed(
-    workflow: &Workflow,
+    workflow: &CompiledWorkflow,
     spec: &serde_json::Value,
 ) -> Result<CompiledRuleset, Vec<RuleIssue>> {
     let parsed: RulesetSpec = serde_json::from_value(spec.clone()).map_err(|e| {
@@ -56,12 +57,12 @@ pub fn compile_managed(
             message: "a ruleset needs at least one rule".into(),
         }]);
     }
-    parsed.compile(&workflow.schema())
+    parsed.compile(workflow.schema())
 }
 
 /// The rules for a case read under `workflow`, given the tenant's active ruleset.
 pub fn choose(
-    workflow: Option<&Workflow>,
+    workflow: Option<&CompiledWorkflow>,
     active: Option<&(Uuid, i32, serde_json::Value)>,
 ) -> ChosenRules {
     match (workflow, active) {
@@ -97,13 +98,15 @@ pub fn choose(
     }
 }
 
-/// [`choose`] for a workflow stored as YAML (the API, which does not keep compiled
-/// workflows). A workflow that no longer parses is reported and decides with no rules.
+/// [`choose`] for a workflow stored as YAML, compiled with `compiler` (the API, which does
+/// not keep compiled workflows). A workflow that no longer parses is reported and decides
+/// with no rules.
 pub fn choose_for_yaml(
+    compiler: &dyn ReadingCompiler,
     workflow_yaml: Option<&str>,
     active: Option<&(Uuid, i32, serde_json::Value)>,
 ) -> ChosenRules {
-    match workflow_yaml.map(Workflow::from_yaml) {
+    match workflow_yaml.map(|yaml| compiler.compile_workflow(yaml)) {
         None => choose(None, active),
         Some(Ok(w)) => choose(Some(&w), active),
         Some(Err(e)) => ChosenRules {
@@ -114,12 +117,14 @@ pub fn choose_for_yaml(
     }
 }
 
-/// Validates a managed ruleset against a workflow stored as YAML; `Err` lists every problem.
+/// Validates a managed ruleset against a workflow stored as YAML, compiled with `compiler`;
+/// `Err` lists every problem.
 pub fn validate_for_yaml(
+    compiler: &dyn ReadingCompiler,
     workflow_yaml: &str,
     spec: &serde_json::Value,
 ) -> Result<CompiledRuleset, Vec<RuleIssue>> {
-    let workflow = Workflow::from_yaml(workflow_yaml).map_err(|e| {
+    let workflow = compiler.compile_workflow(workflow_yaml).map_err(|e| {
         vec![RuleIssue {
             path: "workflow".into(),
             message: format!("the workflow no longer parses: {e}"),

@@ -7,49 +7,13 @@
 //! sends the page to a person.
 
 use ironclad_core::page::PageText;
-use serde::{Deserialize, Serialize};
 
 use crate::fuzzy::{self, Phrase};
 use crate::layout::PageLayout;
 use crate::normalize::fold_str;
 use crate::workflow::{CompiledKeyword, CompiledType, Workflow};
 
-/// One page's classification.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PageClass {
-    /// The page's index within its source ([`PageText::index`]).
-    pub page: u32,
-    /// The recognised document type, or `None` (UNKNOWN; see `reason`).
-    pub doc_type: Option<String>,
-    /// The winning score, in `[0, 1]`; 0 when UNKNOWN.
-    pub confidence: f64,
-    /// Every type's score, best first (ties in workflow order).
-    pub scores: Vec<(String, f64)>,
-    /// Whether the page starts a new document of its type (a title or "page 1 of", and no
-    /// continuation marker).
-    pub first_page: bool,
-    /// Why the page is UNKNOWN; `None` when it was classified.
-    pub reason: Option<String>,
-    /// When the page was recognized by its fields' labels rather than its keywords (a
-    /// damaged title): the fields whose labels were found.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by_labels: Option<Vec<String>>,
-}
-
-impl PageClass {
-    /// What a reader of the page's row should know of how it was classified: why it is
-    /// UNKNOWN, or that it was recognized by its labels alone.
-    pub fn explanation(&self) -> Option<String> {
-        self.reason.clone().or_else(|| {
-            self.by_labels.as_ref().map(|fields| {
-                format!(
-                    "no title or keywords enough; recognized by the labels of {}",
-                    fields.join(", ")
-                )
-            })
-        })
-    }
-}
+pub use ironclad_core::analysis::PageClass;
 
 /// Classifies one page against the workflow's document types.
 pub fn classify_page(workflow: &Workflow, page: &PageText) -> PageClass {

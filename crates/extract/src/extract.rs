@@ -11,7 +11,6 @@ use std::ops::Range;
 
 use ironclad_core::page::{BBox, PageText};
 use ironclad_core::parse::{self, ParseError, ParserKind, Value};
-use serde::{Deserialize, Serialize};
 
 use crate::keyvalue::{LabelHit, LabelPage};
 use crate::layout::PageLayout;
@@ -27,68 +26,7 @@ pub const MAX_CANDIDATES: usize = 64;
 /// OCR-garbled footer repeating the total should not block a clean invoice.
 pub const CONFLICT_MARGIN: f64 = 0.2;
 
-/// One value found for a field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    /// Page index ([`PageText::index`]).
-    pub page: u32,
-    /// Union of the boxes of the words the value was read from.
-    pub bbox: BBox,
-    /// The value's text as printed.
-    pub raw: String,
-    /// The parsed value.
-    pub value: Value,
-    /// `ocr_confidence × certainty`, in `[0, 1]`.
-    pub confidence: f64,
-    /// Mean confidence of the value's words.
-    pub ocr_confidence: f64,
-    /// The parser's certainty about the reading.
-    pub certainty: f64,
-    /// Which of the field's patterns found it (0-based); a label's candidates are numbered
-    /// after the patterns (`patterns.len() + k` for label `k`).
-    pub pattern: usize,
-    /// For a value found beside or under its label: the label's box, the other half of the
-    /// evidence.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_bbox: Option<BBox>,
-    /// For a value an invoice2data template read: the template's issuer. Its `pattern` is
-    /// then numbered after the field's patterns and labels.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-}
-
-/// A match whose value the parser could not read: kept so "missing" can be explained.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Unreadable {
-    /// Page index.
-    pub page: u32,
-    /// Box of the words.
-    pub bbox: BBox,
-    /// The text as printed.
-    pub raw: String,
-    /// The parser's reason.
-    pub error: String,
-}
-
-/// Everything found for one field of one document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fact {
-    /// Field name.
-    pub field: String,
-    /// Parser the field declares.
-    pub parser: ParserKind,
-    /// The best candidate.
-    pub chosen: Option<Candidate>,
-    /// Every candidate, best first (ties: earlier pattern, earlier page, earlier on the page).
-    pub candidates: Vec<Candidate>,
-    /// Whether a candidate with a different value comes within [`CONFLICT_MARGIN`] of the
-    /// chosen one's confidence.
-    pub conflict: bool,
-    /// Whether the field is required and nothing was found.
-    pub missing_required: bool,
-    /// Matches the parser could not read.
-    pub unreadable: Vec<Unreadable>,
-}
+pub use ironclad_core::analysis::{Candidate, Fact, Unreadable};
 
 /// Extracts every field of `doc_type` from a segment's pages. An unknown type has no fields.
 pub fn extract(workflow: &Workflow, doc_type: &str, pages: &[&PageText]) -> Vec<Fact> {
@@ -183,7 +121,7 @@ fn extract_field(
     )
 }
 
-/// The fact a field's candidates make (see [`Fact::choose`]).
+/// The fact a field's candidates make (see [`choose`]).
 pub(crate) fn decide(
     field: &str,
     parser: ParserKind,
@@ -200,31 +138,28 @@ pub(crate) fn decide(
         conflict: false,
         unreadable,
     };
-    fact.choose();
+    choose(&mut fact);
     fact
 }
 
-impl Fact {
-    /// Chooses among the candidates, as every reader of a field does (patterns, labels,
-    /// templates, a provider): the most confident, ties to the earlier pattern; at most
-    /// [`MAX_CANDIDATES`] kept; a disagreeing candidate within [`CONFLICT_MARGIN`] of the
-    /// chosen one is a conflict. A required field is missing only while nothing is chosen.
-    pub fn choose(&mut self) {
-        // Stable sort on confidence alone: equal confidences keep discovery order, which is
-        // pattern order, then page, then position.
-        self.candidates.sort_by_key(|c| c.pattern);
-        self.candidates
-            .sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
-        self.candidates.truncate(MAX_CANDIDATES);
-        self.chosen = self.candidates.first().cloned();
-        self.conflict = self.chosen.as_ref().is_some_and(|best| {
-            self.candidates.iter().any(|c| {
-                !same_value(&c.value, &best.value)
-                    && c.confidence >= best.confidence - CONFLICT_MARGIN
-            })
-        });
-        self.missing_required &= self.chosen.is_none();
-    }
+/// Chooses among a fact's candidates, as every reader of a field does (patterns, labels,
+/// templates, a provider): the most confident, ties to the earlier pattern; at most
+/// [`MAX_CANDIDATES`] kept; a disagreeing candidate within [`CONFLICT_MARGIN`] of the
+/// chosen one is a conflict. A required field is missing only while nothing is chosen.
+pub fn choose(fact: &mut Fact) {
+    // Stable sort on confidence alone: equal confidences keep discovery order, which is
+    // pattern order, then page, then position.
+    fact.candidates.sort_by_key(|c| c.pattern);
+    fact.candidates
+        .sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    fact.candidates.truncate(MAX_CANDIDATES);
+    fact.chosen = fact.candidates.first().cloned();
+    fact.conflict = fact.chosen.as_ref().is_some_and(|best| {
+        fact.candidates.iter().any(|c| {
+            !same_value(&c.value, &best.value) && c.confidence >= best.confidence - CONFLICT_MARGIN
+        })
+    });
+    fact.missing_required &= fact.chosen.is_none();
 }
 
 /// Reads `raw` as field `field` of document type `doc_type` would be: its parser, with the

@@ -34,7 +34,6 @@ pub mod templated;
 pub mod workflow;
 
 use ironclad_core::page::PageText;
-use serde::{Deserialize, Serialize};
 
 pub use classify::{classify_page, PageClass};
 pub use extract::{extract, Candidate, Fact, Unreadable};
@@ -42,27 +41,7 @@ pub use segment::{segment, Segment};
 pub use templated::{apply_templates, TemplateUse};
 pub use workflow::{Issue, Workflow, WorkflowError, WorkflowSpec};
 
-/// The result of reading one source against a workflow.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
-    /// Every page's classification, in input order.
-    pub pages: Vec<PageClass>,
-    /// The documents found, in page order, with their facts.
-    pub segments: Vec<SegmentResult>,
-    /// The invoice2data template that read the source, when one matched
-    /// ([`apply_templates`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<TemplateUse>,
-}
-
-/// One segment and what was extracted from it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SegmentResult {
-    /// The pages and type.
-    pub segment: Segment,
-    /// One fact per field of the type, in workflow order; empty for an UNKNOWN segment.
-    pub facts: Vec<Fact>,
-}
+pub use ironclad_core::analysis::{Analysis, SegmentResult};
 
 /// The pages as `pdftotext -layout` prints a PDF (each page ended by a form feed), rebuilt from
 /// the words' boxes, so text layers and OCR alike: what invoice2data templates are written

@@ -6,20 +6,9 @@
 //! pages form one UNKNOWN segment: they cannot be told apart, and one segment is what a
 //! reviewer resolves.
 
-use serde::{Deserialize, Serialize};
-
 use crate::classify::PageClass;
 
-/// A run of pages holding one document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Segment {
-    /// The document type, or `None` for unrecognised pages.
-    pub doc_type: Option<String>,
-    /// Page indices ([`PageClass::page`]), in order.
-    pub pages: Vec<u32>,
-    /// The lowest page confidence in the segment: a document is as sure as its weakest page.
-    pub confidence: f64,
-}
+pub use ironclad_core::analysis::Segment;
 
 /// Groups classified pages, in the order given, into segments.
 pub fn segment(pages: &[PageClass]) -> Vec<Segment> {

@@ -18,7 +18,6 @@
 
 use ironclad_core::page::PageText;
 use ironclad_core::parse::{Date, Decimal, Value};
-use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::classify::PageClass;
@@ -32,18 +31,7 @@ use crate::{Analysis, SegmentResult};
 /// The type given to a document a template recognised and the workflow did not.
 pub const TEMPLATE_DOC_TYPE: &str = "invoice";
 
-/// Which template read a source, and what it gave.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TemplateUse {
-    /// The template's `issuer`.
-    pub issuer: String,
-    /// invoice2data's JSON output; `None` when the template matched but could not extract.
-    pub output: Option<Json>,
-    /// Why a matched template gave nothing (a required field missing, a value it could not
-    /// convert).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+pub use ironclad_core::analysis::TemplateUse;
 
 /// Fields of invoice2data's output that are not read from the page.
 const NOT_READ: &[&str] = &["desc", "currency", "lines"];
@@ -200,7 +188,7 @@ fn add_to_segment(
             candidate.confidence = round(candidate.ocr_confidence * parsed.certainty);
             candidate.value = parsed.value;
             fact.candidates.push(candidate);
-            fact.choose();
+            extract::choose(fact);
         }
         Some((fact, Err(e), _)) => fact.unreadable.push(Unreadable {
             page: candidate.page,

@@ -9,7 +9,8 @@ use ironclad_core::page::{PageText, ReadMethod};
 use ironclad_documents::processor::{
     read_verified, DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
-use ironclad_extract::Analysis;
+use ironclad_extract::invoice2data::Template;
+use ironclad_extract::{Analysis, Workflow};
 use ironclad_ocr::{PageReader, ReadError};
 use serde_json::json;
 use std::sync::Arc;
@@ -52,12 +53,21 @@ impl OpenAiProvider {
             .workflows
             .for_input(&input)
             .map_err(ProcessorError::Terminal)?;
-        let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
+        let name = workflow.as_ref().map(|w| w.workflow.name().to_owned());
+        // The provider reads what `ironclad-extract` compiled, as the built-in reader does.
+        let wf = workflow
+            .as_ref()
+            .map(|w| w.workflow.instructions::<Workflow>())
+            .transpose()?;
+        let templates = input
+            .templates
+            .as_ref()
+            .map(|t| t.templates.instructions::<Vec<Template>>())
+            .transpose()?;
         let bytes = read_verified(&input).await?;
         let reader = self.reader.clone();
         let media = input.media_type;
-        let wf = workflow.as_ref().map(|w| w.workflow.clone());
-        let templates = input.templates.as_ref().map(|t| t.templates.clone());
+        let wf_for_reading = wf.clone();
         // Reading and analysis are CPU work: keep them off the async threads.
         let (pages, analysis) = tokio::task::spawn_blocking(move || {
             let pages = reader.read_bytes(&bytes, media).map_err(|e| match e {
@@ -66,7 +76,8 @@ impl OpenAiProvider {
             })?;
             // The model is asked about what the workflow and the case's templates left.
             let templates = templates.as_deref().map_or(&[][..], Vec::as_slice);
-            let analysis = ironclad_extract::analyze_source(wf.as_deref(), templates, &pages);
+            let analysis =
+                ironclad_extract::analyze_source(wf_for_reading.as_deref(), templates, &pages);
             Ok::<_, ProcessorError>((pages, analysis))
         })
         .await
@@ -74,7 +85,7 @@ impl OpenAiProvider {
 
         let mut analysis = analysis;
         let mut calls = Calls::default();
-        if let (Some(a), Some(w)) = (analysis.as_mut(), workflow.as_ref()) {
+        if let (Some(a), Some(w)) = (analysis.as_mut(), wf.as_deref()) {
             for (ordinal, seg) in a.segments.iter_mut().enumerate() {
                 let Some(doc_type) = seg.segment.doc_type.clone() else {
                     calls
@@ -87,7 +98,7 @@ impl OpenAiProvider {
                     .filter(|p| seg.segment.pages.contains(&p.index))
                     .collect();
                 let Some(request) = FieldRequest::new(
-                    &w.workflow,
+                    w,
                     &doc_type,
                     &seg_pages,
                     self.client.config().max_page_chars,
@@ -109,13 +120,7 @@ impl OpenAiProvider {
                     calls.usage.completion_tokens += u.completion_tokens;
                     calls.usage.total_tokens += u.total_tokens;
                 }
-                let checked = verify(
-                    &w.workflow,
-                    &doc_type,
-                    &seg_pages,
-                    &seg.facts,
-                    &reply.fields,
-                );
+                let checked = verify(w, &doc_type, &seg_pages, &seg.facts, &reply.fields);
                 merge(&mut seg.facts, &checked.accepted);
                 for r in &checked.rejected {
                     // Field and reason only: values are document content.

@@ -24,7 +24,7 @@
 
 use ironclad_core::page::{BBox, PageText};
 use ironclad_core::parse::ParserKind;
-use ironclad_extract::extract::{read_field, round, same_value};
+use ironclad_extract::extract::{choose, read_field, round, same_value};
 use ironclad_extract::normalize::{fold, fold_str, Folded};
 use ironclad_extract::workflow::DocumentTypeSpec;
 use ironclad_extract::{Candidate, Fact, Workflow};
@@ -270,7 +270,7 @@ pub fn merge(facts: &mut [Fact], accepted: &[Accepted]) {
         // Idempotent: a second merge replaces the provider's earlier value.
         fact.candidates.retain(|c| c.pattern != PROVIDER_PATTERN);
         fact.candidates.push(a.candidate.clone());
-        fact.choose();
+        choose(fact);
     }
 }
 

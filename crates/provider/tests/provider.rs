@@ -9,6 +9,7 @@ use ironclad_documents::fixtures::pdf_with_pages;
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessedSource, ProcessorError, SourceInput,
 };
+use ironclad_documents::workflows::{CompiledTemplates, CompiledWorkflow};
 use ironclad_extract::{Fact, Workflow};
 use ironclad_ocr::{PageReader, ReadOptions};
 use ironclad_provider::fake::{FakeOpenAi, Reply};
@@ -74,7 +75,12 @@ fn workflows(default: bool) -> Workflows {
         "trade".into(),
         WorkflowEntry {
             id: WORKFLOW_ID,
-            workflow: Arc::new(workflow),
+            workflow: Arc::new(CompiledWorkflow::new(
+                workflow.spec().name.clone(),
+                workflow.schema(),
+                workflow.ruleset().clone(),
+                workflow,
+            )),
         },
     );
     w.default = default.then(|| "trade".into());
@@ -775,7 +781,7 @@ async fn the_cases_templates_are_read_too() {
         .unwrap_or_else(|e| panic!("{e}"));
     input.templates = Some(ironclad_documents::workflows::LoadedTemplates {
         id: Uuid::from_u128(0x9),
-        templates: Arc::new(vec![template]),
+        templates: CompiledTemplates::new(1, vec![template]),
     });
     let done = provider
         .process(input)

@@ -6,12 +6,16 @@ use ironclad_core::page::PageText;
 use ironclad_documents::processor::{
     read_verified, DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
+use ironclad_extract::invoice2data::Template;
 use ironclad_extract::{Analysis, Workflow};
 use ironclad_ocr::{PageBudget, PageCache, PageReader, ReadError, ReadOptions};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod compiler;
+
+pub use compiler::{compiled_templates, compiled_workflow, ExtractCompiler};
 pub use ironclad_documents::workflows::{LoadedTemplates, LoadedWorkflow, WorkflowSet};
 
 /// Readers by Tesseract language set, created on first use: a workflow declares the languages
@@ -104,14 +108,19 @@ impl DocumentProcessor for ReadingProcessor {
                 .workflows
                 .for_input(&input)
                 .map_err(ProcessorError::Terminal)?;
-            let name = workflow.as_ref().map(|w| w.workflow.spec().name.clone());
-            let reader = self
-                .readers
-                .for_workflow(workflow.as_ref().map(|w| w.workflow.as_ref()));
+            let name = workflow.as_ref().map(|w| w.workflow.name().to_owned());
+            let wf = workflow
+                .as_ref()
+                .map(|w| w.workflow.instructions::<Workflow>())
+                .transpose()?;
+            let templates = input
+                .templates
+                .as_ref()
+                .map(|t| t.templates.instructions::<Vec<Template>>())
+                .transpose()?;
+            let reader = self.readers.for_workflow(wf.as_deref());
             let bytes = read_verified(&input).await?;
             let media = input.media_type;
-            let wf = workflow.clone();
-            let templates = input.templates.clone();
             let path = input.blob_path.clone();
             // A job past its timeout drops this future: its read then stops taking page turns
             // from the files still being read.
@@ -122,7 +131,7 @@ impl DocumentProcessor for ReadingProcessor {
                     // Blobs are content-addressed and never rewritten: the verified bytes are
                     // what poppler reads at `path`.
                     let pages = reader.read_loaded_until(&path, &bytes, media, &flag)?;
-                    Ok(analyze(wf.as_ref(), templates.as_ref(), pages))
+                    Ok(analyze(wf.as_deref(), templates.as_deref(), pages))
                 },
             )
             .await
@@ -166,13 +175,12 @@ impl DocumentProcessor for ReadingProcessor {
 /// The workflow's analysis of the pages with what the case's template set reads added (see
 /// [`ironclad_extract::analyze_source`]).
 fn analyze(
-    workflow: Option<&LoadedWorkflow>,
-    templates: Option<&LoadedTemplates>,
+    workflow: Option<&Workflow>,
+    templates: Option<&Vec<Template>>,
     pages: Vec<PageText>,
 ) -> (Vec<PageText>, Option<Analysis>) {
-    let templates = templates.map_or(&[][..], |t| t.templates.as_slice());
-    let analysis =
-        ironclad_extract::analyze_source(workflow.map(|w| w.workflow.as_ref()), templates, &pages);
+    let templates = templates.map_or(&[][..], Vec::as_slice);
+    let analysis = ironclad_extract::analyze_source(workflow, templates, &pages);
     (pages, analysis)
 }
 

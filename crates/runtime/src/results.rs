@@ -13,7 +13,7 @@ pub fn source_results(processed: &ProcessedSource) -> Option<SourceResults> {
     if processed.read.is_empty() {
         return None;
     }
-    let classes: HashMap<u32, &ironclad_extract::PageClass> = processed
+    let classes: HashMap<u32, &ironclad_core::analysis::PageClass> = processed
         .analysis
         .as_ref()
         .map(|a| a.pages.iter().map(|c| (c.page, c)).collect())

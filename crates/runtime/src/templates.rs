@@ -4,8 +4,8 @@
 
 use crate::workflows::PinError;
 use ironclad_core::CaseId;
+use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::workflows::LoadedTemplates;
-use ironclad_extract::invoice2data::compile_set;
 use ironclad_store::Store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,14 +14,17 @@ use uuid::Uuid;
 /// Template set versions by id, compiled on first use.
 pub struct TemplateCatalog {
     store: Store,
+    compiler: Arc<dyn ReadingCompiler>,
     loaded: Mutex<HashMap<Uuid, LoadedTemplates>>,
 }
 
 impl TemplateCatalog {
-    /// A catalog reading `store`.
-    pub fn new(store: Store) -> Self {
+    /// A catalog reading `store` and compiling sets with `compiler` (the one the processor
+    /// reads from).
+    pub fn new(store: Store, compiler: Arc<dyn ReadingCompiler>) -> Self {
         Self {
             store,
+            compiler,
             loaded: Mutex::new(HashMap::new()),
         }
     }
@@ -44,13 +47,14 @@ impl TemplateCatalog {
         })?;
         let version = stored.version;
         // Compiling a few hundred templates is CPU work: off the async threads.
+        let compiler = Arc::clone(&self.compiler);
         let compiled = tokio::task::spawn_blocking(move || {
-            compile_set(
-                stored
-                    .files
-                    .iter()
-                    .map(|f| (f.name.as_str(), f.yaml.as_str())),
-            )
+            let files: Vec<(&str, &str)> = stored
+                .files
+                .iter()
+                .map(|f| (f.name.as_str(), f.yaml.as_str()))
+                .collect();
+            compiler.compile_templates(&files)
         })
         .await
         .map_err(|e| PinError::Unusable(format!("compiling template set {version} crashed: {e}")))?
@@ -63,7 +67,7 @@ impl TemplateCatalog {
         })?;
         let loaded = LoadedTemplates {
             id,
-            templates: Arc::new(compiled),
+            templates: compiled,
         };
         tracing::info!(
             version,

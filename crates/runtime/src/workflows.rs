@@ -7,8 +7,8 @@
 //! hold it already.
 
 use ironclad_core::CaseId;
+use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::workflows::LoadedWorkflow;
-use ironclad_extract::Workflow;
 use ironclad_store::{Store, StoreError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,20 +28,24 @@ pub enum PinError {
 /// Workflow versions by id, loaded on demand, plus the name used when a case names none.
 pub struct WorkflowCatalog {
     store: Store,
+    compiler: Arc<dyn ReadingCompiler>,
     default: Option<String>,
     loaded: Mutex<HashMap<Uuid, LoadedWorkflow>>,
 }
 
 impl WorkflowCatalog {
-    /// A catalog reading `store`, already holding `preloaded` versions; `default` is the
-    /// workflow of cases that name none.
+    /// A catalog reading `store` and compiling what it loads with `compiler` (the one the
+    /// processor reads from), already holding `preloaded` versions; `default` is the workflow
+    /// of cases that name none.
     pub fn new(
         store: Store,
+        compiler: Arc<dyn ReadingCompiler>,
         default: Option<String>,
         preloaded: impl IntoIterator<Item = LoadedWorkflow>,
     ) -> Self {
         Self {
             store,
+            compiler,
             default,
             loaded: Mutex::new(preloaded.into_iter().map(|w| (w.id, w)).collect()),
         }
@@ -85,12 +89,15 @@ impl WorkflowCatalog {
             self.store.workflow_by_id(id).await?.ok_or_else(|| {
                 PinError::Unusable(format!("workflow version {id} does not exist"))
             })?;
-        let workflow = Workflow::from_yaml(&stored.source_yaml).map_err(|e| {
-            PinError::Unusable(format!(
-                "workflow {} version {} no longer parses: {e}",
-                stored.name, stored.version
-            ))
-        })?;
+        let workflow = self
+            .compiler
+            .compile_workflow(&stored.source_yaml)
+            .map_err(|e| {
+                PinError::Unusable(format!(
+                    "workflow {} version {} no longer parses: {e}",
+                    stored.name, stored.version
+                ))
+            })?;
         let loaded = LoadedWorkflow {
             id,
             workflow: Arc::new(workflow),

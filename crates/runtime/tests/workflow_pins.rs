@@ -11,7 +11,7 @@ mod common;
 use ironclad_core::{CaseId, JobId, SourceId};
 use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 use ironclad_extract::Workflow;
-use ironclad_reading::{ReaderPool, ReadingProcessor};
+use ironclad_reading::{compiled_workflow, ExtractCompiler, ReaderPool, ReadingProcessor};
 use ironclad_runtime::worker::Handled;
 use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_store::intake::{IntakeOutcome, NewCase, NewSource};
@@ -75,7 +75,9 @@ async fn every_source_is_read_under_the_version_its_case_is_pinned_to() -> anyho
     let unpinned = commit_case(&p, None).await?;
     let v2_loaded = LoadedWorkflow {
         id: v2.id,
-        workflow: Arc::new(Workflow::from_yaml(&v2_yaml).map_err(|e| anyhow::anyhow!("{e}"))?),
+        workflow: Arc::new(compiled_workflow(
+            Workflow::from_yaml(&v2_yaml).map_err(|e| anyhow::anyhow!("{e}"))?,
+        )),
     };
     let set = WorkflowSet {
         by_name: [("trade".to_owned(), v2_loaded.clone())].into(),
@@ -87,6 +89,7 @@ async fn every_source_is_read_under_the_version_its_case_is_pinned_to() -> anyho
     ));
     let catalog = Arc::new(WorkflowCatalog::new(
         p.store().clone(),
+        Arc::new(ExtractCompiler),
         Some("trade".into()),
         [v2_loaded],
     ));

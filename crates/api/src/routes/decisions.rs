@@ -212,8 +212,11 @@ async fn reevaluate_case(
         .await?
         .ok_or_else(ApiError::not_found)?;
     let workflow_yaml = state.store.case_workflow_yaml(&context).await?;
-    let chosen =
-        case_rules::choose_for_yaml(workflow_yaml.as_deref(), context.active_ruleset.as_ref());
+    let chosen = case_rules::choose_for_yaml(
+        state.compiler.as_ref(),
+        workflow_yaml.as_deref(),
+        context.active_ruleset.as_ref(),
+    );
     if let Some(problem) = &chosen.problem {
         tracing::warn!(case_id = %case, %problem, "reevaluating without the expected rules");
     }

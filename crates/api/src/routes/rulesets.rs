@@ -76,7 +76,11 @@ async fn create(
         .store
         .create_ruleset(caller.0.tenant_id.0, &body.workflow, &spec, &actor(&caller))
         .await?;
-    let validation = validation(case_rules::validate_for_yaml(&workflow_yaml, &row.spec));
+    let validation = validation(case_rules::validate_for_yaml(
+        state.compiler.as_ref(),
+        &workflow_yaml,
+        &row.spec,
+    ));
     Ok((
         StatusCode::CREATED,
         Json(json!({ "ruleset": row, "validation": validation })),
@@ -124,7 +128,11 @@ async fn validate(
     caller.require(&[Role::Admin], ACTION)?;
     let row = find(&state, &caller, id).await?;
     let yaml = latest_workflow_yaml(&state, &row.workflow).await?;
-    let v = validation(case_rules::validate_for_yaml(&yaml, &row.spec));
+    let v = validation(case_rules::validate_for_yaml(
+        state.compiler.as_ref(),
+        &yaml,
+        &row.spec,
+    ));
     Ok(Json(v).into_response())
 }
 
@@ -153,7 +161,7 @@ async fn activate(
     }
     let row = find(&state, &caller, id).await?;
     let yaml = latest_workflow_yaml(&state, &row.workflow).await?;
-    if let Err(issues) = case_rules::validate_for_yaml(&yaml, &row.spec) {
+    if let Err(issues) = case_rules::validate_for_yaml(state.compiler.as_ref(), &yaml, &row.spec) {
         return Err(ApiError::client(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_ruleset",

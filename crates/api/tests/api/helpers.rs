@@ -155,6 +155,7 @@ impl TestApp {
             config: Arc::new(config),
             metrics: prometheus(),
             faults: faults.clone(),
+            compiler: Arc::new(ironclad_reading::ExtractCompiler),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
