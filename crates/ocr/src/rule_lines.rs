@@ -175,17 +175,23 @@ pub(crate) struct RuleProbe<'a> {
     img: &'a Gray,
     /// Ink is at or below it (the page's Otsu threshold).
     ink: u8,
+    /// Faint ink is at or below it: halfway from the ink threshold to the paper. Small type
+    /// on a coarse image can be all faint (a hyphen at 6 px a line), and only what is not
+    /// even faint ink may be called nothing beside a rule.
+    faint: u8,
     /// Shortest rule along each axis ([`Axis::Horizontal`] first).
     min: [usize; 2],
     thick: usize,
     fringe: usize,
 }
 
-/// A box's ink, split by whether it belongs to a rule, column by column.
+/// A box's ink (faint ink included), split by whether it belongs to a rule, column by column.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct BoxInk {
     /// The box's left edge, in pixels.
     pub left: usize,
+    /// Off-rule pixels that still count as nothing on this page ([`speck`]).
+    pub speck: usize,
     /// Per column of the box: dark pixels on a rule or within its fringe, and the others.
     pub columns: Vec<(u32, u32)>,
 }
@@ -209,7 +215,7 @@ impl BoxInk {
     /// Whether the box holds a rule and next to nothing else: at most a speck beside it.
     pub fn is_only_rule(&self) -> bool {
         let off = self.off_rules();
-        self.has_rule() && off <= SPECK.max(self.total() / 20)
+        self.has_rule() && off <= self.speck.max(self.total() / 20)
     }
 
     /// Where the box's ink that is not a rule starts: the left edge of its first column
@@ -232,17 +238,23 @@ impl BoxInk {
     }
 }
 
-/// Dark pixels off a rule that still count as nothing: a speck or the rule's ragged edge.
-const SPECK: usize = 6;
+/// Pixels off a rule that still count as nothing on a page of `pixels`: a speck or the
+/// rule's ragged edge, 6 px on an A4 page at 300 DPI. It shrinks with the page, since a
+/// hyphen on a coarse image is 4 px.
+fn speck(pixels: usize) -> usize {
+    (pixels / 1_500_000).max(1)
+}
 
 impl<'a> RuleProbe<'a> {
     /// A probe of `img`, whose ink is at or below `ink`.
     pub fn new(img: &'a Gray, ink: u8) -> RuleProbe<'a> {
         let (w, h) = (img.width as usize, img.height as usize);
         let thick = max_thickness(w, h);
+        let paper = paper_level(&img.pixels, ink);
         RuleProbe {
             img,
             ink,
+            faint: ink.saturating_add(paper.saturating_sub(ink) / 2),
             min: [min_run(w), min_run(h)],
             thick,
             fringe: (thick / 2).max(FRINGE),
@@ -318,7 +330,7 @@ impl<'a> RuleProbe<'a> {
         let mut columns = vec![(0u32, 0u32); r - l];
         for y in t..b {
             for x in l..r {
-                if !self.dark(x, y) {
+                if self.img.pixels[y * w + x] > self.faint {
                     continue;
                 }
                 let (y0, y1) = (
@@ -337,7 +349,11 @@ impl<'a> RuleProbe<'a> {
                 }
             }
         }
-        BoxInk { left: l, columns }
+        BoxInk {
+            left: l,
+            speck: speck(w * h),
+            columns,
+        }
     }
 
     /// Which pixels of `region` lie on a rule. Runs are found once per line of the region,
@@ -612,6 +628,23 @@ mod tests {
         let img = page(1200, 1600, &pieces, 40);
         let probe = RuleProbe::new(&img, 127);
         assert!(probe.ink(700, 480, 712, 530).is_only_rule());
+    }
+
+    #[test]
+    fn faint_small_type_beside_a_rule_is_not_taken_for_the_rule() {
+        // A hyphen too light for the ink threshold (tiny type on a coarse image), boxed by
+        // OCR together with the rule under it.
+        let mut img = page(800, 600, &[(100, 110, 700, 112)], 40);
+        for y in 98..100 {
+            for x in 300..305 {
+                img.pixels[y * 800 + x] = 170;
+            }
+        }
+        let probe = RuleProbe::new(&img, 127);
+        let hyphen = probe.ink(298, 84, 306, 112);
+        assert!(hyphen.has_rule() && !hyphen.is_only_rule(), "{hyphen:?}");
+        // The rule alone still is.
+        assert!(probe.ink(400, 100, 410, 112).is_only_rule());
     }
 
     #[test]
