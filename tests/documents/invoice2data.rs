@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::Value;
 
 #[path = "../../crates/extract/tests/support/compare.rs"]
-mod compare;
+pub(crate) mod compare;
 
 #[test]
 fn invoice2data_compare_cases_through_ironclad_extract() {
