@@ -181,6 +181,25 @@ impl PartialEq for LoadedTemplates {
 
 impl Eq for LoadedTemplates {}
 
+/// What one source is read with, as the reading implementation that compiled it knows it:
+/// `W` its workflows' instructions, `T` its template sets'.
+#[derive(Debug)]
+pub struct ReadingPlan<W, T> {
+    /// The stored workflow version, when the source is read under one.
+    pub loaded: Option<LoadedWorkflow>,
+    /// That workflow's reading instructions.
+    pub workflow: Option<Arc<W>>,
+    /// The case's template set, when one is pinned.
+    pub templates: Option<Arc<T>>,
+}
+
+impl<W, T> ReadingPlan<W, T> {
+    /// The workflow's name, for the job's summary.
+    pub fn name(&self) -> Option<String> {
+        self.loaded.as_ref().map(|w| w.workflow.name().to_owned())
+    }
+}
+
 /// Workflows by name, plus the one used when a case names none.
 #[derive(Debug, Clone, Default)]
 pub struct WorkflowSet {
@@ -203,6 +222,29 @@ impl WorkflowSet {
                 .ok_or_else(|| format!("unknown workflow {name:?}")),
             None => Ok(None),
         }
+    }
+
+    /// What `input` is read with ([`WorkflowSet::for_input`]), as the processor's own types:
+    /// an unknown workflow, or one another implementation compiled, is a terminal failure.
+    pub fn plan_for<W: Any + Send + Sync, T: Any + Send + Sync>(
+        &self,
+        input: &crate::processor::SourceInput,
+    ) -> Result<ReadingPlan<W, T>, ProcessorError> {
+        let loaded = self.for_input(input).map_err(ProcessorError::Terminal)?;
+        let workflow = loaded
+            .as_ref()
+            .map(|w| w.workflow.instructions::<W>())
+            .transpose()?;
+        let templates = input
+            .templates
+            .as_ref()
+            .map(|t| t.templates.instructions::<T>())
+            .transpose()?;
+        Ok(ReadingPlan {
+            loaded,
+            workflow,
+            templates,
+        })
     }
 
     /// The workflow a source is read under: the version its case is pinned to when the worker

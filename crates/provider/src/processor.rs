@@ -49,21 +49,10 @@ impl OpenAiProvider {
     }
 
     async fn run(&self, input: SourceInput) -> Result<ProcessedSource, ProcessorError> {
-        let workflow = self
-            .workflows
-            .for_input(&input)
-            .map_err(ProcessorError::Terminal)?;
-        let name = workflow.as_ref().map(|w| w.workflow.name().to_owned());
         // The provider reads what `ironclad-extract` compiled, as the built-in reader does.
-        let wf = workflow
-            .as_ref()
-            .map(|w| w.workflow.instructions::<Workflow>())
-            .transpose()?;
-        let templates = input
-            .templates
-            .as_ref()
-            .map(|t| t.templates.instructions::<Vec<Template>>())
-            .transpose()?;
+        let plan = self.workflows.plan_for::<Workflow, Vec<Template>>(&input)?;
+        let name = plan.name();
+        let (workflow, wf, templates) = (plan.loaded, plan.workflow, plan.templates);
         let bytes = read_verified(&input).await?;
         let reader = self.reader.clone();
         let media = input.media_type;

@@ -104,20 +104,9 @@ impl ReadingProcessor {
 impl DocumentProcessor for ReadingProcessor {
     fn process(&self, input: SourceInput) -> ProcessFuture<'_> {
         Box::pin(async move {
-            let workflow = self
-                .workflows
-                .for_input(&input)
-                .map_err(ProcessorError::Terminal)?;
-            let name = workflow.as_ref().map(|w| w.workflow.name().to_owned());
-            let wf = workflow
-                .as_ref()
-                .map(|w| w.workflow.instructions::<Workflow>())
-                .transpose()?;
-            let templates = input
-                .templates
-                .as_ref()
-                .map(|t| t.templates.instructions::<Vec<Template>>())
-                .transpose()?;
+            let plan = self.workflows.plan_for::<Workflow, Vec<Template>>(&input)?;
+            let name = plan.name();
+            let (workflow, wf, templates) = (plan.loaded, plan.workflow, plan.templates);
             let reader = self.readers.for_workflow(wf.as_deref());
             let bytes = read_verified(&input).await?;
             let media = input.media_type;
