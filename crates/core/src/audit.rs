@@ -35,5 +35,9 @@ spelled_enum! {
         WebhookDisabled = "WEBHOOK_DISABLED",
         /// An operator requeued a dead webhook delivery.
         WebhookRequeued = "WEBHOOK_REQUEUED",
+        /// A desk user was created.
+        UserCreated = "USER_CREATED",
+        /// A desk user was disabled (their sessions end at once).
+        UserDisabled = "USER_DISABLED",
     }
 }

@@ -93,5 +93,22 @@ macro_rules! spelled_enum {
                 text.parse().map_err(::serde::de::Error::custom)
             }
         }
+
+        // The schema is the closed set of spellings, so a client (or a fuzzer) learns every
+        // value the API accepts or shows. The feature tested is the expanding crate's: only
+        // core expands this macro.
+        #[cfg(feature = "openapi")]
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                ::utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(::utoipa::openapi::schema::Type::String)
+                    .description(Some(concat!("A ", $what, ".")))
+                    .enum_values(Some([$($text,)+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl ::utoipa::ToSchema for $name {}
     };
 }

@@ -28,6 +28,7 @@ pub mod reviews;
 pub mod rulesets;
 pub mod templates;
 pub mod tenants;
+pub mod users;
 pub mod verify;
 pub mod webhooks;
 pub mod workflows;

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 /// One case as listed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaseSummary {
     /// Case id.
     pub id: Uuid,
@@ -38,6 +39,7 @@ pub struct CaseSummary {
 
 /// A source as shown with its case.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SourceView {
     /// Source id.
     pub id: Uuid,
@@ -94,6 +96,7 @@ pub struct JobView {
 
 /// A decision as shown with its case.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionView {
     /// Decision id.
     pub id: Uuid,
@@ -125,6 +128,7 @@ pub struct DecisionView {
 
 /// Which rules a decision applied.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RulesetRef {
     /// `workflow` (the workflow file's rules) or `ruleset` (a managed ruleset).
     #[sqlx(rename = "rules_source")]
@@ -139,6 +143,7 @@ pub struct RulesetRef {
 
 /// One rule's result in a decision.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RuleResultView {
     /// The rule (or safeguard) id.
     pub rule_id: String,
@@ -156,6 +161,7 @@ pub struct RuleResultView {
 
 /// An audit event.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditView {
     /// Sequence number.
     pub id: i64,
@@ -171,6 +177,7 @@ pub struct AuditView {
 
 /// A page as shown with its case (text and words are fetched separately).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PageView {
     /// Source it belongs to.
     pub source_id: Uuid,
@@ -192,6 +199,7 @@ pub struct PageView {
 
 /// An extracted field with its evidence.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FactView {
     /// Field name.
     pub field: String,
@@ -215,6 +223,7 @@ pub struct FactView {
 
 /// A typed page range of a source with its facts.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SegmentView {
     /// Segment id.
     pub id: Uuid,
@@ -254,6 +263,19 @@ pub struct CaseDetail {
     pub decision: Option<DecisionView>,
     /// Its history, oldest first.
     pub audit: Vec<AuditView>,
+}
+
+/// Where a page to show is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageSource {
+    /// The source's blob.
+    pub blob_key: String,
+    /// Its media type.
+    pub media_type: String,
+    /// Its page count.
+    pub pages: i32,
+    /// How the current reading turned the page (degrees clockwise).
+    pub rotation: i16,
 }
 
 /// A case that is not settled beyond the expected time, with what it waits for.
@@ -304,7 +326,20 @@ const CASE_LIST: &str =
      created_at, updated_at, resolution, resolved_by, resolved_at FROM cases \
      WHERE ($1::uuid IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR status = $2) \
        AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
+       AND ($6::text IS NULL OR strpos(lower(external_reference), lower($6)) > 0) \
      ORDER BY created_at DESC, id DESC LIMIT $5";
+
+/// Where page $4 of source $2 of the tenant's ($3) case $1 is stored, and how its current
+/// reading turned it.
+const PAGE_SOURCE: &str =
+    "SELECT s.blob_key, s.media_type, s.pages, coalesce(p.rotation, 0::smallint) \
+     FROM sources s JOIN cases c ON c.id = s.case_id \
+     LEFT JOIN pages p ON p.source_id = s.id AND p.generation = c.generation AND p.page_index = $4 \
+     WHERE s.case_id = $1 AND s.id = $2 AND c.tenant_id = $3";
+
+/// How many of the tenant's cases are in each status.
+const CASE_COUNTS: &str =
+    "SELECT status, count(*) FROM cases WHERE tenant_id = $1 GROUP BY status ORDER BY status";
 
 /// Open cases idle beyond the threshold, with their unfinished jobs' state.
 const CASE_STUCK: &str =
@@ -486,12 +521,60 @@ impl Store {
         cursor: Option<(DateTime<Utc>, Uuid)>,
         limit: i64,
     ) -> StoreResult<Vec<CaseSummary>> {
+        self.search_cases(tenant, status, None, cursor, limit).await
+    }
+
+    /// [`Store::list_cases`] narrowed to cases whose external reference contains `reference`
+    /// (ignoring case; no wildcards, so user text is taken literally).
+    pub async fn search_cases(
+        &self,
+        tenant: Option<TenantId>,
+        status: Option<&str>,
+        reference: Option<&str>,
+        cursor: Option<(DateTime<Utc>, Uuid)>,
+        limit: i64,
+    ) -> StoreResult<Vec<CaseSummary>> {
         Ok(sqlx::query_as(CASE_LIST)
             .bind(tenant.map(|t| t.0))
             .bind(status)
             .bind(cursor.map(|c| c.0))
             .bind(cursor.map(|c| c.1))
             .bind(limit)
+            .bind(reference)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// Where page `index` of a source of the tenant's case is stored; `None` when the case is
+    /// unknown, another tenant's, or has no such source.
+    pub async fn page_source(
+        &self,
+        tenant: TenantId,
+        case: CaseId,
+        source: Uuid,
+        index: i32,
+    ) -> StoreResult<Option<PageSource>> {
+        let row: Option<(String, String, i32, i16)> = sqlx::query_as(PAGE_SOURCE)
+            .bind(case.0)
+            .bind(source)
+            .bind(tenant.0)
+            .bind(index)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(
+            row.map(|(blob_key, media_type, pages, rotation)| PageSource {
+                blob_key,
+                media_type,
+                pages,
+                rotation,
+            }),
+        )
+    }
+
+    /// How many of the tenant's cases are in each status (statuses with none are absent).
+    pub async fn case_counts(&self, tenant: TenantId) -> StoreResult<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(CASE_COUNTS)
+            .bind(tenant.0)
             .fetch_all(self.pool())
             .await?)
     }

@@ -33,6 +33,7 @@ pub struct ReprocessRequest {
 
 /// What a reprocess started.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Reprocessed {
     /// The case.
     pub case_id: Uuid,
@@ -48,6 +49,7 @@ pub struct Reprocessed {
 
 /// One new job.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReprocessJob {
     /// The source.
     pub source_id: Uuid,

@@ -36,6 +36,7 @@ pub struct ReviewRequest {
 
 /// A resolved review.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewResolved {
     /// The review.
     pub review_id: Uuid,
@@ -55,6 +56,7 @@ pub struct ReviewResolved {
 
 /// A review in the queue.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewRow {
     /// The review.
     pub id: Uuid,

@@ -10,15 +10,36 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-/// Who is calling: resolved from an API key, never from the request.
+/// Who is calling: resolved from an API key or a desk session, never from the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Principal {
-    /// The key's tenant.
+    /// The credential's tenant.
     pub tenant_id: TenantId,
-    /// The key's role.
+    /// The credential's role.
     pub role: Role,
-    /// The key's id (for the audit trail).
+    /// The key's id, or the user's id for a session (for the audit trail and rate limits).
     pub key_id: Uuid,
+    /// Which kind of credential `key_id` names.
+    pub credential: Credential,
+}
+
+/// How a caller proved who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// An `Authorization: Bearer` API key (machines).
+    ApiKey,
+    /// A desk session cookie (people).
+    User,
+}
+
+impl Principal {
+    /// Who did it, as the audit trail and the case record it: `api_key:<id>` or `user:<id>`.
+    pub fn actor(&self) -> String {
+        match self.credential {
+            Credential::ApiKey => format!("api_key:{}", self.key_id),
+            Credential::User => format!("user:{}", self.key_id),
+        }
+    }
 }
 
 /// A freshly created key: the only time the raw secret exists.
@@ -130,10 +151,52 @@ SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM revoked
 "#;
 const API_KEY_BY_ID: &str =
     "SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM api_keys WHERE id = $1";
+const API_KEYS_OF_TENANT: &str = "SELECT id, tenant_id, prefix, role, created_at, revoked_at \
+     FROM api_keys WHERE tenant_id = $1 ORDER BY created_at DESC, id LIMIT 500";
+/// [`API_KEY_REVOKE`] for a key of tenant $4 only.
+const API_KEY_REVOKE_OF_TENANT: &str = r#"
+WITH revoked AS (
+    UPDATE api_keys SET revoked_at = now()
+    WHERE id = $1 AND tenant_id = $4 AND revoked_at IS NULL
+    RETURNING id, tenant_id, prefix, role, created_at, revoked_at
+), audit AS (
+    INSERT INTO audit_events (tenant_id, actor, event_type, data)
+    SELECT tenant_id, $2, $3, jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role)
+    FROM revoked
+)
+SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM revoked
+"#;
 const API_KEY_AUTHENTICATE: &str =
     "SELECT id, tenant_id, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL";
 
 impl Store {
+    /// The tenant's API keys, newest first (at most 500).
+    pub async fn api_keys_of(&self, tenant: TenantId) -> StoreResult<Vec<ApiKeyInfo>> {
+        let rows: Vec<KeyRow> = sqlx::query_as(API_KEYS_OF_TENANT)
+            .bind(tenant.0)
+            .fetch_all(self.pool())
+            .await?;
+        rows.into_iter().map(ApiKeyInfo::try_from).collect()
+    }
+
+    /// Revokes the live key `id` of `tenant`, recording APIKEY_REVOKED by `actor`; `None`
+    /// when the tenant has no live key with that id.
+    pub async fn revoke_tenant_api_key(
+        &self,
+        tenant: TenantId,
+        id: Uuid,
+        actor: &str,
+    ) -> StoreResult<Option<ApiKeyInfo>> {
+        let row: Option<KeyRow> = sqlx::query_as(API_KEY_REVOKE_OF_TENANT)
+            .bind(id)
+            .bind(crate::storable(actor).as_ref())
+            .bind(AuditEventType::ApiKeyRevoked.as_str())
+            .bind(tenant.0)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(ApiKeyInfo::try_from).transpose()
+    }
+
     /// Creates a tenant; a taken name is a `Conflict`.
     pub async fn create_tenant(&self, name: &str) -> StoreResult<TenantId> {
         let id: Uuid = sqlx::query_scalar(TENANT_CREATE)
@@ -231,6 +294,7 @@ impl Store {
                 tenant_id: TenantId(tenant),
                 role: role.parse()?,
                 key_id,
+                credential: Credential::ApiKey,
             })
         })
         .transpose()
