@@ -24,6 +24,7 @@ pub mod compiler;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod inspect;
+pub mod preview;
 pub mod processor;
 pub mod registry;
 pub mod rules;

@@ -96,8 +96,11 @@ mod confusables;
 mod engine;
 mod gray;
 mod images;
+#[cfg(test)]
+mod images_fuzz;
 mod ocr;
 mod pdf;
+mod preview;
 mod process;
 mod resolution;
 mod rule_lines;
@@ -107,6 +110,7 @@ mod text_height;
 
 pub use budget::PageBudget;
 pub use cache::{DirPageCache, PageCache};
+pub use preview::{render_preview, PreviewLimits};
 
 use gray::Gray;
 use ironclad_core::media::MediaType;

@@ -198,3 +198,31 @@ mod tests {
         assert_eq!(tesseract_languages(&[]), None);
     }
 }
+
+/// Page previews rendered with the reader's own decoders (see [`ironclad_ocr::render_preview`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OcrPreviews;
+
+impl ironclad_documents::preview::PagePreviewer for OcrPreviews {
+    fn preview(
+        &self,
+        path: &std::path::Path,
+        media: ironclad_core::media::MediaType,
+        index: u32,
+        rotation: u16,
+        max_side: u32,
+    ) -> Result<Vec<u8>, ironclad_documents::preview::PreviewError> {
+        use ironclad_documents::preview::PreviewError;
+        let limits = ironclad_ocr::PreviewLimits {
+            max_side,
+            ..ironclad_ocr::PreviewLimits::default()
+        };
+        ironclad_ocr::render_preview(path, media, index, rotation, limits).map_err(|e| {
+            if e.is_retryable() {
+                PreviewError::Unavailable(e.to_string())
+            } else {
+                PreviewError::Unrenderable(e.to_string())
+            }
+        })
+    }
+}
