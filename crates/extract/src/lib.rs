@@ -32,6 +32,7 @@ pub mod segment;
 pub mod shape;
 pub mod templated;
 pub mod workflow;
+mod yaml_budget;
 
 use ironclad_core::page::PageText;
 

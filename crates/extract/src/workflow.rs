@@ -413,6 +413,7 @@ impl Workflow {
                 limit: limits::MAX_FILE_BYTES,
             });
         }
+        crate::yaml_budget::check(text).map_err(WorkflowError::Syntax)?;
         let spec: WorkflowSpec =
             serde_yaml::from_str(text).map_err(|e| WorkflowError::Syntax(e.to_string()))?;
         Workflow::from_spec(spec)

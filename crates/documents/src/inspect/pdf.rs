@@ -81,6 +81,14 @@ pub(super) fn load_checked(
         return Err(InspectError::Encrypted);
     }
     let (pages, parents) = walk_page_tree(&document)?;
+    // The early refusal above trusts `/Count`, which a damaged or hostile file may omit or
+    // understate; the walked tree is what counts.
+    if pages.len() > max_pages as usize {
+        return Err(InspectError::TooManyPages {
+            pages: u32::try_from(pages.len()).unwrap_or(u32::MAX),
+            max: max_pages,
+        });
+    }
     Ok(LoadedPdf {
         document,
         pages,

@@ -3,7 +3,7 @@
 use super::*;
 use crate::fixtures;
 use proptest::prelude::*;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn limits() -> InspectLimits {
     InspectLimits::default()
@@ -370,7 +370,8 @@ fn mutate(mut bytes: Vec<u8>, flips: &[(usize, u8)], cut: Option<usize>) -> Vec<
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // Bounded like every fuzz property (IRONCLAD_FUZZ_CASES; see crates/fuzz).
+    #![proptest_config(ironclad_fuzz::config_scaled(2))]
 
     #[test]
     fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
@@ -460,7 +461,7 @@ const PDF_SOUP: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ironclad_fuzz::config())]
 
     #[test]
     fn never_panics_on_pdf_shaped_soup(
@@ -511,4 +512,93 @@ fn object_stream_bombs_are_refused() {
         inspect(&modern_pdf_with(Some(huge)), &limits()),
         Err(InspectError::TooLarge { .. })
     ));
+}
+
+/// A TIFF whose `pages` IFDs all point at one table of `strips` empty strips: valid strip by
+/// strip, but each page re-reads the whole table.
+fn tiff_sharing_one_strip_table(pages: u32, strips: u32) -> Vec<u8> {
+    const IFD_LEN: u32 = 2 + 4 * 12 + 4;
+    let offsets = 8u32;
+    let sizes = offsets + 4 * strips;
+    let first = sizes + 4 * strips;
+    let mut out = b"II*\0".to_vec();
+    out.extend_from_slice(&first.to_le_bytes());
+    // Every strip at offset 0 with length 0: inside the file.
+    out.resize(first as usize, 0);
+    for page in 0..pages {
+        let next = if page + 1 < pages {
+            first + (page + 1) * IFD_LEN
+        } else {
+            0
+        };
+        out.extend_from_slice(&4u16.to_le_bytes());
+        let entries: [(u16, u16, u32, u32); 4] = [
+            (256, 3, 1, 8),
+            (257, 3, 1, 8),
+            (273, 4, strips, offsets),
+            (279, 4, strips, sizes),
+        ];
+        for (tag, kind, count, value) in entries {
+            out.extend_from_slice(&tag.to_le_bytes());
+            out.extend_from_slice(&kind.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.extend_from_slice(&next.to_le_bytes());
+    }
+    out
+}
+
+/// Found while writing the fuzz properties (`crates/fuzz`; random edits rarely build it): 400 pages
+/// sharing a 250,000-strip table made `inspect` read 10⁸ entries from a 2 MB upload — and a
+/// 25 MiB one 10¹² — on a blocking thread the intake timeout cannot stop.
+#[test]
+fn regression_tiff_pages_sharing_one_strip_table_are_refused_quickly() {
+    let bytes = tiff_sharing_one_strip_table(400, 250_000);
+    let started = Instant::now();
+    let answer = inspect(&bytes, &limits());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(&answer, Err(InspectError::Unreadable { reason }) if reason.contains("share strip tables")),
+        "{answer:?}"
+    );
+    // The budget is the file's size: two pages may share a table, costing twice its reads.
+    let shared_once = tiff_sharing_one_strip_table(2, 1000);
+    assert_eq!(inspect(&shared_once, &limits()).map(|i| i.pages), Ok(2));
+    let shared_thrice = tiff_sharing_one_strip_table(3, 1000);
+    assert!(inspect(&shared_thrice, &limits()).is_err());
+}
+
+/// Pages past the limit are counted without being checked, so the count stays exact.
+#[test]
+fn regression_tiff_page_count_past_the_limit_is_exact_and_quick() {
+    let bytes = fixtures::tiff_pages(40);
+    let limits = InspectLimits {
+        max_pages: 3,
+        ..limits()
+    };
+    assert_eq!(
+        inspect(&bytes, &limits),
+        Err(InspectError::TooManyPages { pages: 40, max: 3 })
+    );
+}
+
+/// Found by the fuzz properties (`crates/fuzz`, `load_pdf_of_damaged_pdfs`): with `/Count`
+/// damaged (here `/?ount`), the early refusal had nothing to read and `load_pdf` returned all
+/// three pages under a limit of one (`inspect` refused it only by its own later check).
+#[test]
+fn regression_load_pdf_holds_the_page_limit_without_a_count() {
+    let pdf = patch(&fixtures::pdf_with_pages(3, "three"), b"/Count", b"/?ount");
+    assert!(matches!(
+        load_pdf(&pdf, 1, pdf::LOAD_COST_BUDGET),
+        Err(InspectError::TooManyPages { pages: 3, max: 1 })
+    ));
+    assert_eq!(
+        load_pdf(&pdf, 3, pdf::LOAD_COST_BUDGET).map(|p| p.pages.len()),
+        Ok(3)
+    );
 }

@@ -14,6 +14,10 @@ const TILE_BYTE_COUNTS: u16 = 325;
 ///
 /// Loops in the chain are found with Brent's algorithm (a checkpoint offset moved at
 /// powers of two), which needs no memory however long the chain.
+///
+/// The work is bounded by the file, not by what it declares: pages past `limits.max_pages`
+/// are only counted (the file is refused anyway), and the strips checked across all pages
+/// may not outnumber what the file has room for (see [`StripBudget`]).
 pub(super) fn count_pages(bytes: &[u8], limits: &InspectLimits) -> Result<u32, InspectError> {
     let tiff = Tiff {
         bytes,
@@ -23,6 +27,7 @@ pub(super) fn count_pages(bytes: &[u8], limits: &InspectLimits) -> Result<u32, I
     if offset == 0 {
         return Err(InspectError::unreadable("the TIFF file has no pages"));
     }
+    let mut budget = StripBudget::for_file(bytes);
     let (mut pages, mut checkpoint, mut power, mut steps) = (0u32, 0u32, 1u64, 0u64);
     while offset != 0 {
         if offset == checkpoint {
@@ -33,7 +38,11 @@ pub(super) fn count_pages(bytes: &[u8], limits: &InspectLimits) -> Result<u32, I
         pages = pages
             .checked_add(1)
             .ok_or_else(|| InspectError::unreadable("the TIFF file is corrupt"))?;
-        let next = tiff.page(offset, pages, limits)?;
+        let next = if pages <= limits.max_pages {
+            tiff.page(offset, pages, limits, &mut budget)?
+        } else {
+            tiff.next_page(offset)?
+        };
         steps += 1;
         if steps == power {
             checkpoint = offset;
@@ -42,6 +51,26 @@ pub(super) fn count_pages(bytes: &[u8], limits: &InspectLimits) -> Result<u32, I
         offset = next;
     }
     Ok(pages)
+}
+
+/// How many strip (or tile) entries may still be checked. Each page's entries take at least
+/// four bytes of their own (an offset and a size of two bytes or more; one or two strips sit
+/// in the 24 bytes of their two IFD entries), so pages that do not share strip tables never
+/// need more than a quarter of the file. Pages pointing at one shared table would otherwise
+/// have it re-read once per page: 500 pages over a 3-million-entry table is 1.5·10⁹ reads.
+struct StripBudget(u64);
+
+impl StripBudget {
+    fn for_file(bytes: &[u8]) -> Self {
+        Self(bytes.len() as u64 / 4)
+    }
+
+    fn spend(&mut self, entries: u32) -> Result<(), InspectError> {
+        self.0 = self.0.checked_sub(u64::from(entries)).ok_or_else(|| {
+            InspectError::unreadable("the TIFF file is corrupt (its pages share strip tables)")
+        })?;
+        Ok(())
+    }
 }
 
 fn truncated() -> InspectError {
@@ -87,8 +116,13 @@ impl Tiff<'_> {
         })
     }
 
-    /// Checks the IFD at `offset` (page number `page`) and returns the next IFD's offset.
-    fn page(&self, offset: u32, page: u32, limits: &InspectLimits) -> Result<u32, InspectError> {
+    /// The offset of the IFD after the one at `offset`, without checking this one's page.
+    fn next_page(&self, offset: u32) -> Result<u32, InspectError> {
+        self.ifd(offset).map(|(_, next)| next)
+    }
+
+    /// The entry count of the IFD at `offset` and the offset of the next IFD.
+    fn ifd(&self, offset: u32) -> Result<(u16, u32), InspectError> {
         let at = offset as usize;
         if at < 8 {
             return Err(corrupt());
@@ -99,6 +133,19 @@ impl Tiff<'_> {
         }
         let next_at = at + 2 + usize::from(entries) * 12;
         let next = self.u32_at(next_at).ok_or_else(truncated)?;
+        Ok((entries, next))
+    }
+
+    /// Checks the IFD at `offset` (page number `page`) and returns the next IFD's offset.
+    fn page(
+        &self,
+        offset: u32,
+        page: u32,
+        limits: &InspectLimits,
+        budget: &mut StripBudget,
+    ) -> Result<u32, InspectError> {
+        let at = offset as usize;
+        let (entries, next) = self.ifd(offset)?;
 
         let (mut width, mut height) = (None, None);
         let (mut strips, mut strip_sizes, mut tiles, mut tile_sizes) = (None, None, None, None);
@@ -135,6 +182,7 @@ impl Tiff<'_> {
         if offsets.count != sizes.count || offsets.count == 0 {
             return Err(corrupt());
         }
+        budget.spend(offsets.count)?;
         // Both arrays were bounds-checked in `field`, so this loop is bounded by the file.
         for k in 0..offsets.count {
             let start = u64::from(self.value(offsets, k)?);

@@ -198,6 +198,7 @@ impl Template {
         let doc: Yaml = match serde_json::from_str::<yaml::Lenient>(text) {
             Ok(doc) => doc.0,
             Err(_) => {
+                crate::yaml_budget::check(text).map_err(TemplateError::Syntax)?;
                 serde_yaml::from_str::<yaml::Lenient>(text)
                     .map_err(|e| TemplateError::Syntax(e.to_string()))?
                     .0
