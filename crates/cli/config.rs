@@ -211,6 +211,19 @@ pub struct RoleSettings {
     /// the deliverer connects.
     #[arg(long, env = "IRONCLAD_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub webhook_allow_private: bool,
+    /// A desk session unused this long ends.
+    #[arg(long, env = "IRONCLAD_SESSION_IDLE", default_value = "2h", value_parser = parse_duration)]
+    pub session_idle: Duration,
+    /// A desk session ends this long after sign-in, however used.
+    #[arg(long, env = "IRONCLAD_SESSION_LIFETIME", default_value = "12h", value_parser = parse_duration)]
+    pub session_lifetime: Duration,
+    /// Mark the desk's session cookie Secure (set when users reach Ironclad over HTTPS; it is
+    /// also set when a proxy sends `X-Forwarded-Proto: https`).
+    #[arg(long, env = "IRONCLAD_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub secure_cookies: bool,
+    /// Desk sign-in attempts per minute, per account and per client address (0: unlimited).
+    #[arg(long, env = "IRONCLAD_LOGIN_ATTEMPTS_PER_MINUTE", default_value_t = 10)]
+    pub login_attempts_per_minute: u32,
     /// Approximate stream length cap (XADD MAXLEN ~).
     #[arg(long, env = "IRONCLAD_STREAM_MAXLEN", default_value_t = 1_000_000)]
     pub stream_maxlen: usize,

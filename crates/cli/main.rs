@@ -36,6 +36,9 @@ enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Apikey(commands::admin::ApiKeyCommand),
+    /// Manage the people who sign in to the operator's desk.
+    #[command(subcommand)]
+    User(commands::users::UserCommand),
     /// Upload files as a new case through the API.
     Submit(commands::submit::SubmitArgs),
     /// List cases (reads the database).
@@ -116,6 +119,7 @@ fn main() -> std::process::ExitCode {
             Command::Migrate => commands::admin::migrate(&c).await,
             Command::Tenant(t) => commands::admin::tenant(&c, t).await,
             Command::Apikey(k) => commands::admin::apikey(&c, k).await,
+            Command::User(u) => commands::users::user(&c, u).await,
             Command::Submit(a) => commands::submit::run(a).await,
             Command::Cases(a) => commands::cases::list(&c, a).await,
             Command::Case(a) => commands::cases::show(&c, a).await,

@@ -13,6 +13,7 @@
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::throttle::RateLimiters;
+use crate::ui::session::{api_call_allowed, csrf_refused, session_of};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
@@ -170,7 +171,9 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let raw = bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
+        let Some(raw) = bearer_token(&parts.headers) else {
+            return from_session(parts, state).await;
+        };
         if !is_well_formed_key(raw) {
             return Err(ApiError::Unauthenticated);
         }
@@ -186,6 +189,21 @@ impl FromRequestParts<AppState> for Caller {
         }
         Ok(Self(principal))
     }
+}
+
+/// A browser's call with the desk's session cookie: unsafe methods need the session's CSRF
+/// token in `X-CSRF-Token` (a cookie is sent by the browser whoever made the page).
+async fn from_session(parts: &Parts, state: &AppState) -> Result<Caller, ApiError> {
+    let session = session_of(&parts.headers, state)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
+    if !api_call_allowed(&parts.method, &parts.headers, &session) {
+        return Err(csrf_refused());
+    }
+    if let Some(limiters) = parts.extensions.get::<RateLimiters>() {
+        limiters.check_key(session.principal.key_id)?;
+    }
+    Ok(Caller(session.principal))
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
@@ -242,6 +260,7 @@ mod tests {
             tenant_id: TenantId::new(),
             role: Role::Operator,
             key_id: uuid::Uuid::now_v7(),
+            credential: ironclad_store::tenants::Credential::ApiKey,
         };
         assert_eq!(ttl_of(&Some(principal)), CACHE_TTL);
         assert_eq!(ttl_of(&None), NEGATIVE_CACHE_TTL);
@@ -258,6 +277,7 @@ mod tests {
                 tenant_id: TenantId::new(),
                 role: Role::Operator,
                 key_id: uuid::Uuid::now_v7(),
+                credential: ironclad_store::tenants::Credential::ApiKey,
             }),
             started,
         };
@@ -277,6 +297,7 @@ mod tests {
             tenant_id: TenantId::new(),
             role: Role::Reviewer,
             key_id: uuid::Uuid::now_v7(),
+            credential: ironclad_store::tenants::Credential::ApiKey,
         });
         assert!(caller
             .require(&[Role::Operator, Role::Admin], "submit cases")

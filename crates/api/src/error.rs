@@ -190,8 +190,20 @@ impl From<InjectedFault> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+/// What a client may see of an error: server trouble is logged here and told as a fixed
+/// message. Shared by the JSON API and the desk's HTML error page.
+#[derive(Debug)]
+pub(crate) struct PublicError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Value,
+    pub retry_after: Duration,
+}
+
+impl ApiError {
+    /// Logs server trouble and keeps what a client may see.
+    pub(crate) fn into_public(self) -> PublicError {
         let status = self.status();
         let code = self.code();
         let mut retry_after = Duration::from_secs(1);
@@ -220,20 +232,44 @@ impl IntoResponse for ApiError {
                 ("internal error".to_owned(), Value::Null)
             }
         };
-        let body = json!({"error": {"code": code, "message": message, "details": details}});
-        let mut response = (status, Json(body)).into_response();
-        if status == StatusCode::UNAUTHORIZED {
+        PublicError {
+            status,
+            code,
+            message,
+            details,
+            retry_after,
+        }
+    }
+}
+
+impl PublicError {
+    /// Adds `WWW-Authenticate` to a 401 and `Retry-After` to a 429 or 503.
+    pub(crate) fn add_headers(&self, response: &mut Response) {
+        if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+        if self.status == StatusCode::SERVICE_UNAVAILABLE
+            || self.status == StatusCode::TOO_MANY_REQUESTS
+        {
             // Tells well-behaved clients (and our CLI) to back off rather than hammer.
             response.headers_mut().insert(
                 header::RETRY_AFTER,
-                HeaderValue::from(retry_after_seconds(retry_after)),
+                HeaderValue::from(retry_after_seconds(self.retry_after)),
             );
         }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let public = self.into_public();
+        let body = json!({"error": {
+            "code": public.code, "message": public.message, "details": public.details
+        }});
+        let mut response = (public.status, Json(body)).into_response();
+        public.add_headers(&mut response);
         response
     }
 }

@@ -32,12 +32,15 @@
 pub mod auth;
 pub mod error;
 pub mod intake;
+pub mod openapi;
+pub mod password;
 pub mod report_pdf;
 pub mod router;
 pub mod routes;
 pub mod state;
 pub mod throttle;
+pub mod ui;
 
 pub use error::ApiError;
 pub use router::{metrics_router, router, serve, serve_metrics};
-pub use state::{ApiConfig, AppState, IntakeLimits, RateLimit};
+pub use state::{ApiConfig, AppState, DeskConfig, IntakeLimits, RateLimit};

@@ -33,7 +33,9 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::report::router())
         .merge(routes::notifications::router())
         .merge(routes::webhooks::router())
-        .merge(routes::ops::router());
+        .merge(routes::ops::router())
+        .merge(crate::ui::router())
+        .merge(crate::openapi::router());
     if config.metrics_on_api_listener {
         app = app.merge(routes::ops::metrics_routes());
     }
@@ -47,7 +49,10 @@ pub fn router(state: AppState) -> Router {
         .layer(Extension(limiters))
         .layer(Extension(AuthCache::new()))
         .layer(Extension(IntakeSlots::new(config.max_concurrent_intakes)))
-        .layer(Extension(ScrapeCache::new()));
+        .layer(Extension(ScrapeCache::new()))
+        .layer(Extension(crate::ui::PreviewCache::new(
+            config.desk.preview_cache_mib,
+        )));
     finish(app, state)
 }
 
@@ -67,6 +72,7 @@ pub fn metrics_router(state: AppState) -> Router {
 fn finish(app: Router<AppState>, state: AppState) -> Router {
     let deadline = state.config.request_timeout;
     app.layer(middleware::from_fn_with_state(deadline, enforce_deadline))
+        .layer(middleware::from_fn(crate::ui::security_headers))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -4,7 +4,9 @@ use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_core::RetryPolicy;
 use ironclad_documents::compiler::ReadingCompiler;
+use ironclad_documents::preview::PagePreviewer;
 use ironclad_queue::Queue;
+use ironclad_store::users::SessionPolicy;
 use ironclad_store::Store;
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::sync::Arc;
@@ -60,6 +62,35 @@ impl RateLimit {
     }
 }
 
+/// Settings of the operator's desk (the web UI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeskConfig {
+    /// How long sessions live. Default: 2 h idle, 12 h at most (a working day).
+    pub sessions: SessionPolicy,
+    /// Mark the session cookie `Secure` always (set behind TLS). It is also set when a proxy
+    /// says the request came over HTTPS (`X-Forwarded-Proto: https`).
+    pub secure_cookies: bool,
+    /// Sign-in attempts per minute per account and per address; 0 disables. Default 10, with
+    /// a burst of 5: a person who mistypes is not held up, a password guesser gets 10 a minute.
+    pub login_attempts_per_minute: u32,
+    /// Page previews kept in memory, in MiB. Default 128 (a few hundred pages).
+    pub preview_cache_mib: u64,
+}
+
+impl Default for DeskConfig {
+    fn default() -> Self {
+        Self {
+            sessions: SessionPolicy {
+                idle: Duration::from_secs(2 * 3600),
+                lifetime: Duration::from_secs(12 * 3600),
+            },
+            secure_cookies: false,
+            login_attempts_per_minute: 10,
+            preview_cache_mib: 128,
+        }
+    }
+}
+
 /// API settings.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiConfig {
@@ -108,6 +139,8 @@ pub struct ApiConfig {
     /// deliverer at our own network. Set (`IRONCLAD_WEBHOOK_ALLOW_PRIVATE`) for on-premise
     /// receivers; the deliverer has the same setting for the addresses it connects to.
     pub webhook_allow_private: bool,
+    /// The operator's desk.
+    pub desk: DeskConfig,
 }
 
 impl Default for ApiConfig {
@@ -124,6 +157,7 @@ impl Default for ApiConfig {
             metrics_on_api_listener: true,
             default_workflow: None,
             webhook_allow_private: false,
+            desk: DeskConfig::default(),
         }
     }
 }
@@ -145,6 +179,7 @@ impl std::fmt::Debug for ApiConfig {
             .field("metrics_on_api_listener", &self.metrics_on_api_listener)
             .field("default_workflow", &self.default_workflow)
             .field("webhook_allow_private", &self.webhook_allow_private)
+            .field("desk", &self.desk)
             .finish()
     }
 }
@@ -169,6 +204,9 @@ pub struct AppState {
     /// Compiles the stored workflow files rulesets are validated and applied against: the
     /// binary hands it the reading implementation its workers read with.
     pub compiler: Arc<dyn ReadingCompiler>,
+    /// Renders the page images the desk shows: the binary hands it the reading
+    /// implementation, so a page is shown as it was read.
+    pub previews: Arc<dyn PagePreviewer>,
 }
 
 impl std::fmt::Debug for AppState {

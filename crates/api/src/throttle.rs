@@ -52,12 +52,16 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
     fn new(rate: RateLimit) -> Option<Self> {
         let per_second = NonZeroU32::new(rate.per_second)?;
         let burst = NonZeroU32::new(rate.burst)?;
-        Some(Self {
-            limiter: DefaultKeyedRateLimiter::keyed(
-                Quota::per_second(per_second).allow_burst(burst),
-            ),
+        Some(Self::with_quota(
+            Quota::per_second(per_second).allow_burst(burst),
+        ))
+    }
+
+    fn with_quota(quota: Quota) -> Self {
+        Self {
+            limiter: DefaultKeyedRateLimiter::keyed(quota),
             checks: AtomicU64::new(0),
-        })
+        }
     }
 
     /// `Ok` if `key` may go on now, else how long until it may.
@@ -78,6 +82,29 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
 pub(crate) struct RateLimiters {
     keys: Option<Arc<Limiter<Uuid>>>,
     addresses: Option<Arc<Limiter<IpAddr>>>,
+    /// Sign-in attempts by account (the address signed in as, lowercased): slows guessing
+    /// one account from many places.
+    logins: Option<Arc<Limiter<String>>>,
+    /// Sign-in attempts by client address: slows guessing many accounts from one place, with
+    /// room for an office of people behind one address.
+    login_addresses: Option<Arc<Limiter<IpAddr>>>,
+}
+
+/// How many times an account's sign-in rate one client address may use.
+const LOGIN_ADDRESS_FACTOR: u32 = 3;
+
+/// A per-minute sign-in limiter: `per_minute × factor` a minute, bursts of at most `burst`
+/// (and of at most the rate); `None` when `per_minute` is 0.
+fn login_limiter<K: Hash + Eq + Clone>(
+    per_minute: u32,
+    factor: u32,
+    burst: u32,
+) -> Option<Arc<Limiter<K>>> {
+    let rate = NonZeroU32::new(per_minute.saturating_mul(factor))?;
+    let burst = NonZeroU32::new(burst.min(rate.get()))?;
+    Some(Arc::new(Limiter::with_quota(
+        Quota::per_minute(rate).allow_burst(burst),
+    )))
 }
 
 impl RateLimiters {
@@ -88,6 +115,30 @@ impl RateLimiters {
                 .address_rate_limit
                 .and_then(Limiter::new)
                 .map(Arc::new),
+            logins: login_limiter(config.desk.login_attempts_per_minute, 1, 5),
+            login_addresses: login_limiter(
+                config.desk.login_attempts_per_minute,
+                LOGIN_ADDRESS_FACTOR,
+                u32::MAX,
+            ),
+        }
+    }
+
+    /// Counts one sign-in attempt as `account` from `peer`; how long to wait when either is
+    /// over its rate. Both buckets are charged, so a refused attempt still counts.
+    pub(crate) fn check_login(&self, account: &str, peer: Option<IpAddr>) -> Result<(), Duration> {
+        let by_account = match &self.logins {
+            Some(limiter) => limiter.check(&account.to_owned()),
+            None => Ok(()),
+        };
+        let by_address = match (&self.login_addresses, peer) {
+            (Some(limiter), Some(ip)) => limiter.check(&address_key(ip)),
+            _ => Ok(()),
+        };
+        match (by_account, by_address) {
+            (Err(a), Err(b)) => Err(a.max(b)),
+            (Err(wait), _) | (_, Err(wait)) => Err(wait),
+            _ => Ok(()),
         }
     }
 

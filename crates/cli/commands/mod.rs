@@ -7,6 +7,7 @@ pub mod decisions;
 pub mod documents;
 pub mod roles;
 pub mod submit;
+pub mod users;
 pub mod verify;
 
 use crate::config::Connections;

@@ -3,7 +3,7 @@
 use super::{connect_store, redact};
 use crate::config::{Connections, RoleSettings};
 use anyhow::Context;
-use ironclad_api::{ApiConfig, AppState, IntakeLimits, RateLimit};
+use ironclad_api::{ApiConfig, AppState, DeskConfig, IntakeLimits, RateLimit};
 use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_documents::compiler::ReadingCompiler;
@@ -13,6 +13,7 @@ use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::templates::TemplateCatalog;
 use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_runtime::{AuditSealer, Deliverer, Dispatcher, Reconciler, Worker};
+use ironclad_store::users::SessionPolicy;
 use ironclad_store::Store;
 use metrics_exporter_prometheus::Matcher;
 use std::process::ExitCode;
@@ -175,11 +176,21 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             metrics_on_api_listener: s.metrics_listen.is_none(),
             default_workflow,
             webhook_allow_private: s.webhook_allow_private,
+            desk: DeskConfig {
+                sessions: SessionPolicy {
+                    idle: s.session_idle,
+                    lifetime: s.session_lifetime,
+                },
+                secure_cookies: s.secure_cookies,
+                login_attempts_per_minute: s.login_attempts_per_minute,
+                ..DeskConfig::default()
+            },
             ..ApiConfig::default()
         }),
         metrics: Some(metrics.clone()),
         faults: faults.clone(),
         compiler: reading_compiler(),
+        previews: Arc::new(ironclad_reading::OcrPreviews),
     };
     if let Some(address) = &s.metrics_listen {
         let listener = tokio::net::TcpListener::bind(address)

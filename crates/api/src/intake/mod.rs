@@ -71,8 +71,8 @@ pub struct IntakeReply {
 }
 
 /// The 201 body.
-#[derive(Debug, Serialize)]
-struct CaseReceipt<'a> {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct CaseReceipt<'a> {
     case_id: CaseId,
     status: CaseStatus,
     external_reference: Option<&'a str>,
@@ -81,10 +81,11 @@ struct CaseReceipt<'a> {
 }
 
 /// One accepted file in the 201 body, with the ids its rows were committed under.
-#[derive(Debug, Serialize)]
-struct SourceReceipt<'a> {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct SourceReceipt<'a> {
     source_id: SourceId,
     filename: &'a str,
+    /// Hex sha256 of the bytes.
     sha256: &'a str,
     media_type: MediaType,
     size_bytes: u64,
@@ -211,7 +212,7 @@ async fn submit_inner(
         ),
         sources,
         max_attempts: state.config.max_attempts,
-        actor: format!("api_key:{}", principal.key_id),
+        actor: principal.actor(),
         response: body.clone(),
     };
     made.committing();

@@ -46,6 +46,25 @@ pub fn router(limits: &IntakeLimits) -> Router<AppState> {
 
 /// `POST /v1/cases` (operator or admin). Beyond `max_concurrent_intakes` running intakes,
 /// answered 503 `busy` at once, before the body is read.
+#[utoipa::path(
+    post,
+    path = "/v1/cases",
+    tag = "cases",
+    request_body(content = crate::openapi::CaseSubmission, content_type = "multipart/form-data"),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes the submission safe to retry: the same key and files answer the first 201 again"),
+    ),
+    responses(
+        (status = 201, description = "The case was committed (or, with `Idempotent-Replayed: true`, an earlier identical submission is answered again)", body = crate::intake::CaseReceipt,
+            headers(("Location" = String, description = "`/v1/cases/{id}`"), ("Idempotent-Replayed" = String, description = "`true` on a replay"))),
+        (status = 400, description = "Malformed multipart, an invalid, unknown or repeated field, no file, or a malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not submit cases", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The `Idempotency-Key` was used for a different submission", body = crate::openapi::ErrorBody),
+        (status = 413, description = "A file, the files together or their pages are over a limit", body = crate::openapi::ErrorBody),
+        (status = 415, description = "Not multipart/form-data, or a file of an unsupported type", body = crate::openapi::ErrorBody),
+        (status = 422, description = "A file cannot be read (damaged, encrypted, …) or the workflow is unknown", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn create_case(
     State(state): State<AppState>,
     Extension(slots): Extension<IntakeSlots>,
@@ -96,6 +115,16 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyK
 }
 
 /// `GET /v1/cases/{id}` (any role of the owning tenant).
+#[utoipa::path(
+    get,
+    path = "/v1/cases/{id}",
+    tag = "cases",
+    params(("id" = uuid::Uuid, Path, description = "Case id")),
+    responses(
+        (status = 200, description = "The case with its files, jobs, pages, documents, latest decision and history", body = TenantCase),
+        (status = 404, description = "No such case for this tenant (unknown, another tenant's, or a malformed id)", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn get_case(
     State(state): State<AppState>,
     caller: Caller,
@@ -116,7 +145,7 @@ async fn get_case(
 
 /// A case as its tenant sees it: everything but the operators' internals (which host and
 /// process held a job, raw error text with server paths, processor results).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct TenantCase {
     #[serde(flatten)]
     case: CaseSummary,
@@ -129,7 +158,7 @@ struct TenantCase {
 }
 
 /// A job as its tenant sees it: a failure is a stable code and a fixed message.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct TenantJob {
     id: uuid::Uuid,
     kind: String,
@@ -146,7 +175,7 @@ struct TenantJob {
 }
 
 /// Why a job failed, for tenants.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct JobError {
     code: &'static str,
     message: &'static str,
@@ -204,7 +233,7 @@ struct ListParams {
 }
 
 /// One page of the listing.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct CasePage {
     cases: Vec<CaseSummary>,
     /// Pass as `cursor` for the next page; `null` on the last page.
@@ -212,6 +241,20 @@ struct CasePage {
 }
 
 /// `GET /v1/cases?status=&limit=&cursor=`: the caller's cases, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/cases",
+    tag = "cases",
+    params(
+        ("status" = Option<CaseStatus>, Query, description = "Only cases in this status"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "Page size (default 50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of the caller's cases, newest first", body = CasePage),
+        (status = 400, description = "A bad `status`, `limit` or `cursor`", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn list_cases(
     State(state): State<AppState>,
     caller: Caller,

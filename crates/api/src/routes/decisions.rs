@@ -52,6 +52,20 @@ struct ReviewListParams {
 }
 
 /// `GET /v1/reviews?status=PENDING` (any role): oldest first, with age and decision status.
+#[utoipa::path(
+    get,
+    path = "/v1/reviews",
+    tag = "decisions",
+    params(
+        ("status" = Option<ReviewStatus>, Query, description = "Reviews in this status (default PENDING)"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "Page size (default 50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of the review queue, oldest first", body = crate::openapi::ReviewPage),
+        (status = 400, description = "A bad `status`, `limit` or `cursor`", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn list_reviews(
     State(state): State<AppState>,
     caller: Caller,
@@ -94,16 +108,39 @@ async fn list_reviews(
     Ok(Json(json!({ "reviews": rows, "next_cursor": next })).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+/// Body of `POST /v1/cases/{id}/reviews`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ReviewBody {
     action: ReviewAction,
+    /// The decision version the reviewer looked at (409 when a newer one exists).
     expected_decision_version: i32,
+    /// Required for OVERRIDE.
     #[serde(default)]
+    #[schema(max_length = 4000)]
     comment: Option<String>,
 }
 
 /// `POST /v1/cases/{id}/reviews` (reviewer or admin).
+#[utoipa::path(
+    post,
+    path = "/v1/cases/{id}/reviews",
+    tag = "decisions",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Case id"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Required: a retried request is applied once and answered the same"),
+    ),
+    request_body = ReviewBody,
+    responses(
+        (status = 200, description = "The review is resolved (a replay has `Idempotent-Replayed: true`)", body = crate::openapi::ReviewAnswer),
+        (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
+        (status = 422, description = "Not allowed in the case's current state", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn review_case(
     State(state): State<AppState>,
     caller: Caller,
@@ -124,9 +161,21 @@ async fn review_case(
         actor: actor(&caller),
         actor_role: caller.0.role.as_str().to_owned(),
     };
+    let answer = resolve_review(&state, &key, &req)
+        .await
+        .map_err(action_error)?;
+    Ok(reply(answer))
+}
+
+/// Resolves a review and records how long it waited: the one path the API and the desk share.
+pub(crate) async fn resolve_review(
+    state: &AppState,
+    key: &ActionKey,
+    req: &ReviewRequest,
+) -> Result<ActionAnswer, ActionError> {
     let answer = state
         .store
-        .resolve_review(&key, &req, |r| {
+        .resolve_review(key, req, |r| {
             json!({
                 "review_id": r.review_id, "case_id": r.case_id, "status": "RESOLVED",
                 "resolution": r.resolution, "decision_version": r.decision_version,
@@ -134,25 +183,48 @@ async fn review_case(
                 "waited_seconds": (r.resolved_at - r.opened_at).num_milliseconds() as f64 / 1000.0,
             })
         })
-        .await
-        .map_err(action_error)?;
+        .await?;
     if !answer.replayed {
         if let Some(waited) = answer.body.get("waited_seconds").and_then(|w| w.as_f64()) {
             metrics::histogram!(REVIEW_WAIT_SECONDS).record(waited);
         }
     }
-    Ok(reply(answer))
+    Ok(answer)
 }
 
-#[derive(Debug, Deserialize)]
+/// Body of `POST /v1/cases/{id}/reprocess`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ReprocessBody {
+    /// Only these sources are read again (default: all).
     #[serde(default)]
+    #[schema(max_items = 1000)]
     source_ids: Option<Vec<uuid::Uuid>>,
+    /// Why the case is read again.
+    #[schema(min_length = 1, max_length = 4000)]
     reason: String,
 }
 
 /// `POST /v1/cases/{id}/reprocess` (operator or admin): a new generation.
+#[utoipa::path(
+    post,
+    path = "/v1/cases/{id}/reprocess",
+    tag = "decisions",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Case id"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Required: a retried request is applied once and answered the same"),
+    ),
+    request_body = ReprocessBody,
+    responses(
+        (status = 202, description = "A new generation is being read", body = ironclad_store::reprocess::Reprocessed),
+        (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
+        (status = 422, description = "Not allowed in the case's current state", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn reprocess_case(
     State(state): State<AppState>,
     caller: Caller,
@@ -196,6 +268,23 @@ async fn reprocess_case(
 
 /// `POST /v1/cases/{id}/reevaluate` (reviewer or admin): a new decision version under the
 /// active rules, from the facts already read.
+#[utoipa::path(
+    post,
+    path = "/v1/cases/{id}/reevaluate",
+    tag = "decisions",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Case id"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Required: a retried request is applied once and answered the same"),
+    ),
+    responses(
+        (status = 201, description = "A new decision version", body = crate::openapi::Reevaluated),
+        (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
+        (status = 422, description = "Not allowed in the case's current state", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn reevaluate_case(
     State(state): State<AppState>,
     caller: Caller,
@@ -237,7 +326,7 @@ async fn reevaluate_case(
 
 /// Who did it, as the audit trail and the case record it.
 pub(crate) fn actor(caller: &Caller) -> String {
-    format!("apikey:{}", caller.0.key_id)
+    caller.0.actor()
 }
 
 fn case_id(id: Result<Path<String>, PathRejection>) -> Result<CaseId, ApiError> {
@@ -250,11 +339,19 @@ fn invalid_body(e: JsonRejection) -> ApiError {
     ApiError::client(e.status(), "invalid_body", e.body_text())
 }
 
-fn check_text(field: &'static str, text: Option<&str>) -> Result<(), ApiError> {
+/// Refuses a comment or reason too long, or holding U+0000 (shared with the desk's forms).
+pub(crate) fn check_text(field: &'static str, text: Option<&str>) -> Result<(), ApiError> {
     if text.is_some_and(|t| t.chars().count() > MAX_COMMENT_CHARS) {
         return Err(ApiError::bad_request(
             "invalid_body",
             format!("{field} is longer than {MAX_COMMENT_CHARS} characters"),
+        ));
+    }
+    // PostgreSQL's text and jsonb cannot hold U+0000: refuse it here, not as a failed insert.
+    if text.is_some_and(|t| t.contains('\0')) {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            format!("{field} contains the character U+0000"),
         ));
     }
     Ok(())

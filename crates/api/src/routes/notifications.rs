@@ -33,7 +33,7 @@ struct ListParams {
 }
 
 /// One page of the inbox.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct NotificationPage {
     notifications: Vec<NotificationView>,
     /// Pass as `cursor` for the next page; `null` on the last page.
@@ -78,6 +78,20 @@ pub(crate) fn path_id(id: Result<Path<String>, PathRejection>) -> Result<Uuid, A
 }
 
 /// `GET /v1/notifications?unread=true&limit=&cursor=`.
+#[utoipa::path(
+    get,
+    path = "/v1/notifications",
+    tag = "notifications",
+    params(
+        ("unread" = Option<bool>, Query, description = "`true`: only unread notifications"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "Page size (default 50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of the inbox, newest first", body = NotificationPage),
+        (status = 400, description = "A bad `unread`, `limit` or `cursor`", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -118,7 +132,7 @@ async fn list(
 }
 
 /// The notification after `POST …/read`, and whether this call is the one that marked it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct MarkedRead {
     #[serde(flatten)]
     notification: NotificationView,
@@ -127,6 +141,16 @@ struct MarkedRead {
 }
 
 /// `POST /v1/notifications/{id}/read`: idempotent; 200 either way.
+#[utoipa::path(
+    post,
+    path = "/v1/notifications/{id}/read",
+    tag = "notifications",
+    params(("id" = uuid::Uuid, Path, description = "Notification id")),
+    responses(
+        (status = 200, description = "The notification, read", body = MarkedRead),
+        (status = 404, description = "No such notification for this tenant", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn mark_read(
     State(state): State<AppState>,
     caller: Caller,

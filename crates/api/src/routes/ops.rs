@@ -56,11 +56,28 @@ pub fn metrics_routes() -> Router<AppState> {
 
 /// Liveness: the process answers HTTP. Never checks dependencies, so a database outage does
 /// not get every API process restarted.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "ops",
+    security(()),
+    responses((status = 200, description = "The process answers", body = crate::openapi::Health)),
+)]
 async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
 /// Readiness: PostgreSQL and (when configured) Redis answer within [`PROBE_TIMEOUT`].
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "ops",
+    security(()),
+    responses(
+        (status = 200, description = "PostgreSQL and Redis answer", body = crate::openapi::Readiness),
+        (status = 503, description = "A dependency does not answer", body = crate::openapi::Readiness),
+    ),
+)]
 async fn readyz(State(state): State<AppState>) -> Response {
     let postgres = probe("postgres", state.store.ping());
     let redis = async {
@@ -105,10 +122,10 @@ async fn probe<E: std::fmt::Display>(
 
 /// The gauges of one read, shared by the scrapes that follow it for [`GAUGE_TTL`].
 #[derive(Debug, Clone)]
-struct Scraped {
+pub(crate) struct Scraped {
     at: Instant,
-    db: Option<PipelineGauges>,
-    pending: Option<PendingSummary>,
+    pub(crate) db: Option<PipelineGauges>,
+    pub(crate) pending: Option<PendingSummary>,
 }
 
 /// The last gauge read of one application. Cheap to clone; clones share it.
@@ -126,7 +143,7 @@ impl ScrapeCache {
         Self::default()
     }
 
-    async fn get(&self, state: &AppState) -> Scraped {
+    pub(crate) async fn get(&self, state: &AppState) -> Scraped {
         let mut last = self.0.lock().await;
         if let Some(scraped) = last.as_ref().filter(|s| s.at.elapsed() < GAUGE_TTL) {
             return scraped.clone();
@@ -150,6 +167,19 @@ impl ScrapeCache {
 }
 
 /// Prometheus text: the recorder's metrics, then the gauges (at most [`GAUGE_TTL`] old).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "ops",
+    description = "Served on the API's listener unless the metrics have a listener of their own. \
+                   When the server has a metrics token, it is required as `Authorization: Bearer <token>`; \
+                   API keys are not accepted here.",
+    security(()),
+    responses(
+        (status = 200, description = "Prometheus text exposition", content_type = "text/plain; version=0.0.4; charset=utf-8", body = String),
+        (status = 401, description = "A metrics token is configured and was not given", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn metrics(
     State(state): State<AppState>,
     Extension(cache): Extension<ScrapeCache>,

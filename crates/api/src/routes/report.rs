@@ -68,6 +68,27 @@ struct ReportParams {
     version: Option<String>,
 }
 
+/// One decision version of a case as a report: JSON, or a PDF attachment.
+#[utoipa::path(
+    get,
+    path = "/v1/cases/{id}/report",
+    tag = "cases",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Case id"),
+        ("format" = Option<String>, Query, description = "`json` (default) or `pdf`"),
+        ("version" = Option<i32>, Query, minimum = 1, description = "Decision version (default: the latest)"),
+    ),
+    responses(
+        (status = 200, description = "The report (`Cache-Control: private, no-store`)",
+            content(
+                (ironclad_store::report::DecisionReport = "application/json"),
+                (crate::openapi::Pdf = "application/pdf"),
+            ),
+            headers(("Content-Disposition" = String, description = "PDF only: `attachment; filename=\"case-<id>-v<N>.pdf\"`"))),
+        (status = 400, description = "A bad `format` or `version`", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such case for this tenant, or no such decision version", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn report(
     State(state): State<AppState>,
     caller: Caller,

@@ -32,18 +32,37 @@ pub fn router() -> Router<AppState> {
 
 const ACTION: &str = "manage rulesets";
 
-#[derive(Debug, Deserialize)]
+/// Body of `POST /v1/rulesets`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
+    /// The workflow the rules are written for.
     workflow: String,
+    /// The rule specifications (see docs/rules.md).
     #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
     rules: serde_json::Value,
+    /// The decision policy.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     policy: Option<serde_json::Value>,
 }
 
 /// `POST /v1/rulesets`: stores a DRAFT (its shape must parse) and says whether it is valid
 /// against the workflow's latest version.
+#[utoipa::path(
+    post,
+    path = "/v1/rulesets",
+    tag = "rulesets",
+    request_body = CreateBody,
+    responses(
+        (status = 201, description = "The DRAFT is stored; `validation` says whether it can be activated", body = crate::openapi::RulesetCreated),
+        (status = 400, description = "The body is not JSON", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
+        (status = 422, description = "The body or the ruleset cannot be read, or the workflow is unknown", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -94,6 +113,17 @@ struct ListParams {
 }
 
 /// `GET /v1/rulesets[?workflow=]`.
+#[utoipa::path(
+    get,
+    path = "/v1/rulesets",
+    tag = "rulesets",
+    params(("workflow" = Option<String>, Query, description = "Only this workflow's rulesets")),
+    responses(
+        (status = 200, description = "The tenant's rulesets", body = crate::openapi::RulesetList),
+        (status = 400, description = "The query string cannot be parsed, or `workflow` holds U+0000", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -101,6 +131,13 @@ async fn list(
 ) -> Result<Response, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
     let Query(p) = params.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
+    // No workflow is named with U+0000, which PostgreSQL's text cannot even hold.
+    if p.workflow.as_deref().is_some_and(|w| w.contains('\0')) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            "workflow contains the character U+0000",
+        ));
+    }
     let rows = state
         .store
         .list_rulesets(caller.0.tenant_id.0, p.workflow.as_deref())
@@ -109,6 +146,17 @@ async fn list(
 }
 
 /// `GET /v1/rulesets/{id}`.
+#[utoipa::path(
+    get,
+    path = "/v1/rulesets/{id}",
+    tag = "rulesets",
+    params(("id" = uuid::Uuid, Path, description = "Ruleset id")),
+    responses(
+        (status = 200, description = "The ruleset", body = crate::openapi::RulesetOne),
+        (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -120,6 +168,18 @@ async fn show(
 }
 
 /// `POST /v1/rulesets/{id}/validate`: every problem against the workflow's latest version.
+#[utoipa::path(
+    post,
+    path = "/v1/rulesets/{id}/validate",
+    tag = "rulesets",
+    params(("id" = uuid::Uuid, Path, description = "Ruleset id")),
+    responses(
+        (status = 200, description = "Whether the ruleset is valid, and every problem", body = crate::openapi::Validation),
+        (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
+        (status = 422, description = "Its workflow is no longer loaded", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn validate(
     State(state): State<AppState>,
     caller: Caller,
@@ -136,14 +196,33 @@ async fn validate(
     Ok(Json(v).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+/// Body of `POST /v1/rulesets/{id}/activate`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ActivateBody {
+    /// Why these rules go live.
+    #[schema(min_length = 1, max_length = 4000)]
     comment: String,
 }
 
 /// `POST /v1/rulesets/{id}/activate {comment}`: refused (422) when invalid or empty, 409 when
 /// not a DRAFT.
+#[utoipa::path(
+    post,
+    path = "/v1/rulesets/{id}/activate",
+    tag = "rulesets",
+    params(("id" = uuid::Uuid, Path, description = "Ruleset id")),
+    request_body = ActivateBody,
+    responses(
+        (status = 200, description = "The ruleset is ACTIVE; the previous one is RETIRED", body = crate::openapi::RulesetOne),
+        (status = 400, description = "A bad body or an empty comment", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The ruleset is not a DRAFT", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
+        (status = 422, description = "The ruleset is not valid for its workflow, or the body cannot be read", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn activate(
     State(state): State<AppState>,
     caller: Caller,
@@ -153,10 +232,14 @@ async fn activate(
     caller.require(&[Role::Admin], ACTION)?;
     let Json(body) =
         body.map_err(|e| ApiError::client(e.status(), "invalid_body", e.body_text()))?;
-    if body.comment.trim().is_empty() || body.comment.chars().count() > 4000 {
+    // U+0000 too: PostgreSQL's text cannot hold it.
+    if body.comment.trim().is_empty()
+        || body.comment.chars().count() > 4000
+        || body.comment.contains('\0')
+    {
         return Err(ApiError::bad_request(
             "invalid_body",
-            "comment is required (1 to 4000 characters): say why these rules go live",
+            "comment is required (1 to 4000 characters, no U+0000): say why these rules go live",
         ));
     }
     let row = find(&state, &caller, id).await?;
@@ -192,6 +275,21 @@ struct DiffParams {
 
 /// `GET /v1/rulesets/{id}/diff[?against=<id>]`: against the given ruleset, else the
 /// workflow's ACTIVE one (or the previous version when this one is active).
+#[utoipa::path(
+    get,
+    path = "/v1/rulesets/{id}/diff",
+    tag = "rulesets",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Ruleset id"),
+        ("against" = Option<uuid::Uuid>, Query, description = "The ruleset to compare with (default: the workflow's ACTIVE one)"),
+    ),
+    responses(
+        (status = 200, description = "What changed", body = crate::openapi::RulesetDiff),
+        (status = 400, description = "The query string cannot be parsed", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn diff(
     State(state): State<AppState>,
     caller: Caller,
@@ -237,18 +335,20 @@ async fn find(
 }
 
 async fn latest_workflow_yaml(state: &AppState, name: &str) -> Result<String, ApiError> {
-    state
-        .store
-        .latest_workflow(name)
-        .await?
-        .map(|w| w.source_yaml)
-        .ok_or_else(|| {
-            ApiError::client(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unknown_workflow",
-                format!("no workflow named {name:?} is loaded"),
-            )
-        })
+    // No workflow is named with U+0000, and PostgreSQL's text cannot hold it (the query would
+    // fail as a 500).
+    let found = if name.contains('\0') {
+        None
+    } else {
+        state.store.latest_workflow(name).await?
+    };
+    found.map(|w| w.source_yaml).ok_or_else(|| {
+        ApiError::client(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_workflow",
+            format!("no workflow named {name:?} is loaded"),
+        )
+    })
 }
 
 fn issues_json(issues: &[RuleIssue]) -> serde_json::Value {

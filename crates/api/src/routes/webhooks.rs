@@ -35,18 +35,34 @@ pub fn router() -> Router<AppState> {
 }
 
 fn actor(caller: &Caller) -> String {
-    format!("api_key:{}", caller.0.key_id)
+    caller.0.actor()
 }
 
 /// Body of `POST /v1/webhooks`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateWebhook {
+    /// Where deliveries are POSTed (http or https, a public host unless the server allows
+    /// private addresses).
+    #[schema(max_length = 2000, example = "https://example.com/hooks/ironclad")]
     url: String,
+    /// A note for admins.
     description: Option<String>,
 }
 
 /// `POST /v1/webhooks` {url, description?} → 201 with the secret, shown this once.
+#[utoipa::path(
+    post,
+    path = "/v1/webhooks",
+    tag = "webhooks",
+    request_body = CreateWebhook,
+    responses(
+        (status = 201, description = "The endpoint, with its signing secret (shown this once; `Cache-Control: no-store`)", body = ironclad_store::webhooks::CreatedWebhook,
+            headers(("Location" = String, description = "`/v1/webhooks/{id}`"))),
+        (status = 400, description = "A bad body, URL or description", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -94,12 +110,21 @@ async fn create(
     Ok(response)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct WebhookList {
     webhooks: Vec<WebhookEndpoint>,
 }
 
 /// `GET /v1/webhooks`: every endpoint of the tenant, disabled ones included, never a secret.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks",
+    tag = "webhooks",
+    responses(
+        (status = 200, description = "Every endpoint of the tenant", body = WebhookList),
+        (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -111,6 +136,17 @@ async fn list(
 }
 
 /// `GET /v1/webhooks/{id}`: one endpoint, without its secret.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks/{id}",
+    tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
+    responses(
+        (status = 200, description = "The endpoint", body = ironclad_store::webhooks::WebhookEndpoint),
+        (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such endpoint for this tenant", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
@@ -126,7 +162,7 @@ async fn get_one(
         .ok_or_else(ApiError::not_found)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct Disabled {
     #[serde(flatten)]
     endpoint: WebhookEndpoint,
@@ -135,6 +171,17 @@ struct Disabled {
 }
 
 /// `DELETE /v1/webhooks/{id}`: disables (the endpoint and its log are kept); idempotent.
+#[utoipa::path(
+    delete,
+    path = "/v1/webhooks/{id}",
+    tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
+    responses(
+        (status = 200, description = "The endpoint, disabled", body = Disabled),
+        (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such endpoint for this tenant", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn disable(
     State(state): State<AppState>,
     caller: Caller,
@@ -159,7 +206,7 @@ struct LogParams {
     cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct DeliveryLog {
     deliveries: Vec<DeliveryView>,
     /// Pass as `cursor` for the next page; `null` on the last page.
@@ -167,6 +214,22 @@ struct DeliveryLog {
 }
 
 /// `GET /v1/webhooks/{id}/deliveries?limit=&cursor=`: newest first, each with its attempts.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks/{id}/deliveries",
+    tag = "webhooks",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Endpoint id"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "Page size (default 50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page of the delivery log, newest first", body = DeliveryLog),
+        (status = 400, description = "A bad `limit` or `cursor`", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such endpoint for this tenant", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
@@ -199,6 +262,18 @@ async fn deliveries(
 
 /// `POST /v1/webhooks/deliveries/{id}/requeue`: a DEAD delivery is sent again, same id, with a
 /// fresh attempts budget. 409 when it is not DEAD or its endpoint is disabled.
+#[utoipa::path(
+    post,
+    path = "/v1/webhooks/deliveries/{id}/requeue",
+    tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Delivery id")),
+    responses(
+        (status = 200, description = "The delivery, PENDING again", body = ironclad_store::webhooks::DeliveryView),
+        (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such delivery for this tenant", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The delivery is not DEAD, or its endpoint is disabled", body = crate::openapi::ErrorBody),
+    ),
+)]
 async fn requeue(
     State(state): State<AppState>,
     caller: Caller,

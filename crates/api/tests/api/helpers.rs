@@ -156,6 +156,7 @@ impl TestApp {
             metrics: prometheus(),
             faults: faults.clone(),
             compiler: Arc::new(ironclad_reading::ExtractCompiler),
+            previews: Arc::new(ironclad_reading::OcrPreviews),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);

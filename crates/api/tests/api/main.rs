@@ -17,23 +17,29 @@
 //!   404/405, the request deadline.
 //! - `throttle`: per-key and per-address rates (429 + Retry-After), the health probes exempt.
 //! - `load`: the cap on concurrent intakes (503 busy) and the inspection time budget.
+//! - `fuzz_multipart`: random, damaged multipart bodies answer a JSON 4xx and commit nothing.
 //! - `cleanup`: a failed or abandoned intake deletes the blobs it created, at once.
 //! - `revocation`: a revoked key is refused by every API process within 1 s.
 //! - `decisions`: the review queue and actions (roles, keys, stale versions, isolation),
 //!   reprocess, reevaluate, and rulesets (admin only, validated before activation, diffed).
+//! - `openapi`: `/openapi.json` documents exactly the routes the router serves, with the key,
+//!   the error body and the multipart intake.
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
 mod auth;
 mod cleanup;
 mod decisions;
+mod desk;
 mod faults;
 mod file_types;
+mod fuzz_multipart;
 mod helpers;
 mod idempotency;
 mod intake;
 mod limits;
 mod load;
+mod openapi;
 mod ops;
 mod reads;
 mod report;

@@ -1,0 +1,636 @@
+//! The operator's desk over HTTP: sign-in (cookies, throttling, expiry, disabled users), CSRF
+//! on forms and on the API called with a session, roles, tenant isolation, the review form
+//! with its stale-version conflict, page images and the security headers.
+
+use crate::helpers::{form, Answer, TestApp};
+use ironclad_api::password::hash_password;
+use ironclad_api::{ApiConfig, DeskConfig};
+use ironclad_core::role::Role;
+use ironclad_core::TenantId;
+use ironclad_store::users::SessionPolicy;
+use reqwest::StatusCode;
+use std::time::Duration;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A browser without a cookie jar or redirects: the test sees every cookie and redirect.
+fn browser() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?)
+}
+
+/// A signed-in browser's session cookie and its CSRF token.
+struct Signed {
+    cookie: String,
+    csrf: String,
+}
+
+impl TestApp {
+    async fn user(&self, tenant: TenantId, email: &str, role: Role) -> anyhow::Result<()> {
+        let hash = hash_password(PASSWORD)?;
+        self.db
+            .store
+            .create_user(tenant, email, role, &hash, "test")
+            .await?;
+        Ok(())
+    }
+
+    async fn login(&self, email: &str, password: &str) -> anyhow::Result<Answer> {
+        let response = browser()?
+            .post(self.url("/login"))
+            .form(&[("email", email), ("password", password), ("next", "/queue")])
+            .send()
+            .await?;
+        Answer::read(response).await
+    }
+
+    async fn sign_in(&self, email: &str) -> anyhow::Result<Signed> {
+        let answer = self.login(email, PASSWORD).await?;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text());
+        let set = answer.header("set-cookie").unwrap_or_default();
+        let cookie = set.split(';').next().unwrap_or_default().to_owned();
+        anyhow::ensure!(cookie.starts_with("ironclad_session=ics_"), "{set}");
+        let page = self.page(&cookie, "/").await?;
+        let csrf = page
+            .text()
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default()
+            .to_owned();
+        anyhow::ensure!(csrf.len() == 64, "no CSRF token on the page");
+        Ok(Signed { cookie, csrf })
+    }
+
+    async fn page(&self, cookie: &str, path: &str) -> anyhow::Result<Answer> {
+        let response = browser()?
+            .get(self.url(path))
+            .header("cookie", cookie)
+            .send()
+            .await?;
+        Answer::read(response).await
+    }
+
+    async fn post_form(
+        &self,
+        cookie: &str,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> anyhow::Result<Answer> {
+        let response = browser()?
+            .post(self.url(path))
+            .header("cookie", cookie)
+            .form(fields)
+            .send()
+            .await?;
+        Answer::read(response).await
+    }
+}
+
+#[tokio::test]
+async fn sign_in_sets_a_guarded_cookie_and_wrong_passwords_are_refused() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    app.user(app.tenant, "Ana@Example.com", Role::Reviewer)
+        .await?;
+
+    // Signed out, a page sends the browser to sign in and back.
+    let answer = app.page("", "/queue").await?;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        answer.header("location").as_deref(),
+        Some("/login?next=%2Fqueue")
+    );
+
+    for (email, password) in [
+        ("ana@example.com", "wrong password here"),
+        ("nobody@example.com", PASSWORD),
+        ("", ""),
+    ] {
+        let answer = app.login(email, password).await?;
+        assert!(
+            matches!(
+                answer.status,
+                StatusCode::UNAUTHORIZED | StatusCode::BAD_REQUEST
+            ),
+            "{email}: {}",
+            answer.status
+        );
+        assert!(answer.header("set-cookie").is_none());
+        assert!(
+            answer.text().contains("role=\"alert\""),
+            "{}",
+            answer.text()
+        );
+    }
+
+    // The address is matched whatever its case; the cookie is HttpOnly and SameSite.
+    let answer = app.login("ANA@example.COM", PASSWORD).await?;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text());
+    assert_eq!(answer.header("location").as_deref(), Some("/queue"));
+    let set = answer.header("set-cookie").unwrap_or_default();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Lax"),
+        "{set}"
+    );
+    assert!(!set.contains("Secure"), "plain HTTP without a proxy: {set}");
+    let cookie = set.split(';').next().unwrap_or_default();
+    let queue = app.page(cookie, "/queue").await?;
+    assert_eq!(queue.status, StatusCode::OK);
+    assert!(queue.text().contains("Ana@Example.com"));
+    assert_eq!(queue.header("cache-control").as_deref(), Some("no-store"));
+
+    // Behind a TLS proxy the cookie is Secure.
+    let response = browser()?
+        .post(app.url("/login"))
+        .header("x-forwarded-proto", "https")
+        .form(&[("email", "ana@example.com"), ("password", PASSWORD)])
+        .send()
+        .await?;
+    let set = Answer::read(response)
+        .await?
+        .header("set-cookie")
+        .unwrap_or_default();
+    assert!(set.contains("; Secure"), "{set}");
+
+    // An open redirect through `next` is not followed.
+    let response = browser()?
+        .post(app.url("/login"))
+        .form(&[
+            ("email", "ana@example.com"),
+            ("password", PASSWORD),
+            ("next", "//evil.example/"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(
+        Answer::read(response).await?.header("location").as_deref(),
+        Some("/")
+    );
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn forms_and_api_calls_without_the_csrf_token_are_refused_and_change_nothing(
+) -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    app.user(app.tenant, "op@example.com", Role::Operator)
+        .await?;
+    let s = app.sign_in("op@example.com").await?;
+    let before = app.rows().await?;
+
+    // The API, called with the session cookie: reads work, writes need the header.
+    let list = app.page(&s.cookie, "/v1/cases").await?;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.text());
+    let pdf = ironclad_documents::fixtures::pdf_with_pages(1, "Invoice");
+    for token in [None, Some("0".repeat(64))] {
+        let mut request = browser()?
+            .post(app.url("/v1/cases"))
+            .header("cookie", &s.cookie)
+            .multipart(form(&[("a.pdf", &pdf)]));
+        if let Some(t) = &token {
+            request = request.header("x-csrf-token", t);
+        }
+        let answer = Answer::read(request.send().await?).await?;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.text());
+        assert_eq!(answer.code(), "csrf_refused");
+    }
+    assert_eq!(app.rows().await?, before, "a refused upload left rows");
+    let answer = Answer::read(
+        browser()?
+            .post(app.url("/v1/cases"))
+            .header("cookie", &s.cookie)
+            .header("x-csrf-token", &s.csrf)
+            .multipart(form(&[("a.pdf", &pdf)]))
+            .send()
+            .await?,
+    )
+    .await?;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+    let case = answer.json()["case_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let actor: String = sqlx::query_scalar(
+        "SELECT actor FROM audit_events WHERE case_id = $1::uuid AND event_type = 'CASE_INGESTED'",
+    )
+    .bind(&case)
+    .fetch_one(app.db.store.pool())
+    .await?;
+    assert!(actor.starts_with("user:"), "{actor}");
+
+    // Desk forms: sign-out and reprocess without the token are refused.
+    let out = app.post_form(&s.cookie, "/logout", &[]).await?;
+    assert_eq!(out.status, StatusCode::FORBIDDEN);
+    let reprocess = app
+        .post_form(
+            &s.cookie,
+            &format!("/cases/{case}/reprocess"),
+            &[
+                ("reason", "again"),
+                ("idempotency_key", "k1"),
+                ("csrf", "nope"),
+            ],
+        )
+        .await?;
+    assert_eq!(reprocess.status, StatusCode::FORBIDDEN);
+    assert!(reprocess.text().contains("CSRF"), "{}", reprocess.text());
+    let generation: i32 = sqlx::query_scalar("SELECT generation FROM cases WHERE id = $1::uuid")
+        .bind(&case)
+        .fetch_one(app.db.store.pool())
+        .await?;
+    assert_eq!(generation, 1, "a refused form changed the case");
+
+    // With the token, sign-out ends the session: the cookie no longer works anywhere.
+    let out = app
+        .post_form(&s.cookie, "/logout", &[("csrf", &s.csrf)])
+        .await?;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(out
+        .header("set-cookie")
+        .is_some_and(|c| c.contains("Max-Age=0")));
+    assert_eq!(
+        app.page(&s.cookie, "/").await?.status,
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(
+        app.page(&s.cookie, "/v1/cases").await?.status,
+        StatusCode::UNAUTHORIZED
+    );
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn roles_and_tenants_bound_what_a_user_reaches() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let case = app.decided_case().await?;
+    let source: uuid::Uuid = sqlx::query_scalar("SELECT id FROM sources WHERE case_id = $1")
+        .bind(case.0)
+        .fetch_one(app.db.store.pool())
+        .await?;
+    app.user(app.tenant, "rev@example.com", Role::Reviewer)
+        .await?;
+    let other = app.db.store.create_tenant("tenant-b").await?;
+    app.user(other, "spy@example.com", Role::Admin).await?;
+    let reviewer = app.sign_in("rev@example.com").await?;
+    let spy = app.sign_in("spy@example.com").await?;
+
+    // A reviewer sees the case and its page, but not the operator's pages or actions.
+    let page = app
+        .page(&reviewer.cookie, &format!("/cases/{case}"))
+        .await?;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("id=\"review-form\""));
+    assert!(!page.text().contains("href=\"/admin\""));
+    let image = app
+        .page(
+            &reviewer.cookie,
+            &format!("/cases/{case}/sources/{source}/pages/1"),
+        )
+        .await?;
+    assert_eq!(image.status, StatusCode::OK, "{}", image.text());
+    assert_eq!(image.header("content-type").as_deref(), Some("image/png"));
+    assert!(image.bytes.starts_with(b"\x89PNG"));
+    assert_eq!(
+        app.page(&reviewer.cookie, "/upload").await?.status,
+        StatusCode::FORBIDDEN
+    );
+    let upload = Answer::read(
+        browser()?
+            .post(app.url("/v1/cases"))
+            .header("cookie", &reviewer.cookie)
+            .header("x-csrf-token", &reviewer.csrf)
+            .multipart(form(&[("a.pdf", b"%PDF-1.4")]))
+            .send()
+            .await?,
+    )
+    .await?;
+    assert_eq!(upload.status, StatusCode::FORBIDDEN);
+
+    // Another tenant's admin gets 404s: the case, its page, a page past the end.
+    for path in [
+        format!("/cases/{case}"),
+        format!("/cases/{case}/sources/{source}/pages/1"),
+        format!("/v1/cases/{case}"),
+    ] {
+        let answer = app.page(&spy.cookie, &path).await?;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    assert_eq!(
+        app.page(
+            &reviewer.cookie,
+            &format!("/cases/{case}/sources/{source}/pages/2")
+        )
+        .await?
+        .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.page(&reviewer.cookie, "/cases/not-a-case")
+            .await?
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_review_from_the_desk_resolves_once_and_a_stale_one_shows_the_conflict(
+) -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let case = app.decided_case().await?;
+    app.user(app.tenant, "rev@example.com", Role::Reviewer)
+        .await?;
+    let s = app.sign_in("rev@example.com").await?;
+
+    // A stale version: the page says what changed and nothing is resolved.
+    let stale = app
+        .post_form(
+            &s.cookie,
+            &format!("/cases/{case}/review"),
+            &[
+                ("csrf", &s.csrf),
+                ("action", "REJECT"),
+                ("expected_decision_version", "7"),
+                ("idempotency_key", "form-1"),
+            ],
+        )
+        .await?;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.text());
+    assert!(stale.text().contains("id=\"conflict\""));
+    assert!(stale.text().contains("The current decision is version 1"));
+    assert_eq!(
+        app.db
+            .store
+            .case_detail(None, case)
+            .await?
+            .map(|d| d.case.status)
+            .as_deref(),
+        Some("AWAITING_REVIEW")
+    );
+
+    // A comment PostgreSQL cannot store is a clear 400, as on the API, not a 500.
+    let nul = app
+        .post_form(
+            &s.cookie,
+            &format!("/cases/{case}/review"),
+            &[
+                ("csrf", &s.csrf),
+                ("action", "REJECT"),
+                ("expected_decision_version", "1"),
+                ("comment", "bad\u{0}comment"),
+                ("idempotency_key", "form-0"),
+            ],
+        )
+        .await?;
+    assert_eq!(nul.status, StatusCode::BAD_REQUEST, "{}", nul.text());
+
+    // The current version: resolved, and the same form sent twice is applied once.
+    let fields = [
+        ("csrf", s.csrf.as_str()),
+        ("action", "REJECT"),
+        ("expected_decision_version", "1"),
+        ("comment", "documents do not match"),
+        ("idempotency_key", "form-2"),
+    ];
+    for _ in 0..2 {
+        let done = app
+            .post_form(&s.cookie, &format!("/cases/{case}/review"), &fields)
+            .await?;
+        assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.text());
+    }
+    let resolved: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_events WHERE case_id = $1 AND event_type = 'REVIEW_RESOLVED'",
+    )
+    .bind(case.0)
+    .fetch_one(app.db.store.pool())
+    .await?;
+    assert_eq!(resolved, 1);
+    let page = app
+        .page(&s.cookie, &format!("/cases/{case}?done=review"))
+        .await?;
+    let html = page.text();
+    assert!(html.contains("id=\"case-status\">RESOLVED"), "{html}");
+    assert!(
+        html.contains("by rev@example.com"),
+        "timeline names the user: {html}"
+    );
+    assert!(!html.contains("id=\"review-form\""));
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn sign_in_is_throttled_and_sessions_expire_and_end_with_their_user() -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        desk: DeskConfig {
+            sessions: SessionPolicy {
+                idle: Duration::from_secs(2),
+                lifetime: Duration::from_secs(60),
+            },
+            login_attempts_per_minute: 6,
+            ..DeskConfig::default()
+        },
+        ..ApiConfig::default()
+    })
+    .await?;
+    app.user(app.tenant, "a@example.com", Role::Reviewer)
+        .await?;
+
+    // A session unused past its idle time ends.
+    let s = app.sign_in("a@example.com").await?;
+    assert_eq!(app.page(&s.cookie, "/").await?.status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        app.page(&s.cookie, "/").await?.status,
+        StatusCode::SEE_OTHER
+    );
+
+    // Disabling a user ends their sessions at once.
+    let s = app.sign_in("a@example.com").await?;
+    let users = app.db.store.users_of(app.tenant).await?;
+    app.db
+        .store
+        .disable_user(app.tenant, users[0].id, "test")
+        .await?;
+    assert_eq!(
+        app.page(&s.cookie, "/").await?.status,
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(
+        app.login("a@example.com", PASSWORD).await?.status,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // Guessing: after the burst, attempts are refused with Retry-After, right or wrong.
+    app.user(app.tenant, "b@example.com", Role::Reviewer)
+        .await?;
+    let mut throttled = None;
+    for attempt in 0..8 {
+        let answer = app.login("b@example.com", "wrong guess number").await?;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            throttled = Some((attempt, answer));
+            break;
+        }
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    }
+    let (attempt, answer) = throttled.ok_or_else(|| anyhow::anyhow!("never throttled"))?;
+    assert!(attempt <= 5, "throttled only at attempt {attempt}");
+    assert!(answer.header("retry-after").is_some());
+    assert_eq!(
+        app.login("b@example.com", PASSWORD).await?.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the right password is throttled too, or throttling tells a guesser it was right"
+    );
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_security_headers() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    for path in [
+        "/login",
+        "/healthz",
+        "/v1/cases",
+        "/assets/desk.js",
+        "/no-such-page",
+    ] {
+        let answer = app.get(path, None).await?;
+        let csp = answer.header("content-security-policy").unwrap_or_default();
+        assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert_eq!(
+            answer.header("x-content-type-options").as_deref(),
+            Some("nosniff")
+        );
+        assert_eq!(answer.header("x-frame-options").as_deref(), Some("DENY"));
+    }
+    // No page holds an inline script the CSP would block.
+    let login = app.get("/login", None).await?.text();
+    assert!(!login.contains("<script>") && !login.contains(" onclick="));
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    app.user(app.tenant, "boss@example.com", Role::Admin)
+        .await?;
+    app.user(app.tenant, "rev@example.com", Role::Reviewer)
+        .await?;
+    let other = app.db.store.create_tenant("tenant-b").await?;
+    let foreign_key = app.db.store.create_api_key(other, Role::Operator).await?;
+    let admin = app.sign_in("boss@example.com").await?;
+    let reviewer = app.sign_in("rev@example.com").await?;
+
+    // A reviewer may not open or post to admin.
+    assert_eq!(
+        app.page(&reviewer.cookie, "/admin").await?.status,
+        StatusCode::FORBIDDEN
+    );
+    let refused = app
+        .post_form(
+            &reviewer.cookie,
+            "/admin/keys",
+            &[("csrf", &reviewer.csrf), ("role", "admin")],
+        )
+        .await?;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+
+    // The admin makes a key, shown once, that works at once; then revokes it.
+    let made = app
+        .post_form(
+            &admin.cookie,
+            "/admin/keys",
+            &[("csrf", &admin.csrf), ("role", "operator")],
+        )
+        .await?;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.text());
+    let html = made.text();
+    let raw = html
+        .split("id=\"secret-value\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(raw.starts_with("ick_"), "{html}");
+    assert_eq!(
+        app.get("/v1/cases", Some(&raw)).await?.status,
+        StatusCode::OK
+    );
+    assert!(!app
+        .page(&admin.cookie, "/admin")
+        .await?
+        .text()
+        .contains(&raw));
+    let keys = app.db.store.api_keys_of(app.tenant).await?;
+    let made_id = keys
+        .iter()
+        .find(|k| raw.starts_with(&k.prefix))
+        .map(|k| k.id)
+        .ok_or_else(|| anyhow::anyhow!("key not listed"))?;
+    let revoked = app
+        .post_form(
+            &admin.cookie,
+            &format!("/admin/keys/{made_id}/revoke"),
+            &[("csrf", &admin.csrf)],
+        )
+        .await?;
+    assert_eq!(revoked.status, StatusCode::OK);
+    // Another tenant's key is not found, and stays live.
+    let foreign = app
+        .post_form(
+            &admin.cookie,
+            &format!("/admin/keys/{}/revoke", foreign_key.id),
+            &[("csrf", &admin.csrf)],
+        )
+        .await?;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+    assert!(app.db.store.authenticate(&foreign_key.raw).await?.is_some());
+
+    // A new user gets a random password, which signs in.
+    let created = app
+        .post_form(
+            &admin.cookie,
+            "/admin/users",
+            &[
+                ("csrf", &admin.csrf),
+                ("email", "new@example.com"),
+                ("role", "operator"),
+            ],
+        )
+        .await?;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
+    let password = created
+        .text()
+        .split("id=\"secret-value\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(password.len(), 20);
+    assert_eq!(
+        app.login("new@example.com", &password).await?.status,
+        StatusCode::SEE_OTHER
+    );
+    let again = app
+        .post_form(
+            &admin.cookie,
+            "/admin/users",
+            &[
+                ("csrf", &admin.csrf),
+                ("email", "NEW@example.com"),
+                ("role", "admin"),
+            ],
+        )
+        .await?;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    app.stop().await;
+    Ok(())
+}
