@@ -342,10 +342,7 @@ pub async fn run(args: &FinalizeArgs) -> anyhow::Result<Value> {
             "bench/results/finalize.json"
         })
     });
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(&out, serde_json::to_string_pretty(&result)?)?;
+    crate::write_result(&out, &result)?;
     Ok(result)
 }
 

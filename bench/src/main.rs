@@ -10,6 +10,7 @@
 
 mod baseline;
 mod chaos;
+mod desk;
 mod finalize;
 mod load;
 mod ocr;
@@ -99,6 +100,9 @@ enum Sub {
     /// results, snapshot, review, audit, notification, delivery row) against pgbench in the
     /// same run (bench/results/finalize.json).
     Finalize(finalize::FinalizeArgs),
+    /// The operator's desk: a 20-page, 200-fact case page against the same case as JSON, and
+    /// page images (first view against the pdftoppm CLI, cached) (bench/results/desk.json).
+    Desk(desk::DeskArgs),
     /// Internal: one PageReader job in its own process (for its peak RSS).
     #[command(hide = true)]
     OcrWorker(ocr::WorkerArgs),
@@ -347,11 +351,55 @@ fn main() -> ExitCode {
         Some(Sub::Ocr(args)) => rt.block_on(ocr_main(args.clone())),
         Some(Sub::Chaos(args)) => rt.block_on(chaos::main(args.clone())),
         Some(Sub::Finalize(args)) => rt.block_on(finalize_main(args.clone())),
+        Some(Sub::Desk(args)) => rt.block_on(desk_main(args.clone())),
         _ => rt.block_on(pipeline_main(cli)),
     }
 }
 
 /// `ironclad-bench finalize`: prints the JSON and a one-line verdict.
+/// Writes a benchmark's JSON result to `out`, creating its folder.
+pub(crate) fn write_result(
+    out: &std::path::Path,
+    result: &serde_json::Value,
+) -> anyhow::Result<()> {
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(out, serde_json::to_string_pretty(result)?)?;
+    Ok(())
+}
+
+async fn desk_main(args: desk::DeskArgs) -> ExitCode {
+    match desk::run(&args).await {
+        Ok(r) => {
+            println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+            let ms = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+            println!(
+                "desk: case page {:.1} ms median ({} pages, {} facts; JSON {:.1} ms, ratio {:.2}); \
+                 page image first {:.0} ms (pdftoppm alone {:.0} ms), cached {:.1} ms; targets 300/1000/50 ms: {}",
+                ms("case_page_ms_median"),
+                r["pages"],
+                r["facts"],
+                ms("case_json_ms_median"),
+                ms("case_page_vs_json"),
+                ms("image_first_ms_median"),
+                ms("pdftoppm_cli_ms_median"),
+                ms("image_cached_ms_median"),
+                r["verdict"].as_str().unwrap_or("")
+            );
+            if r["verdict"] == "PASS" || args.smoke {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("bench desk: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn finalize_main(args: finalize::FinalizeArgs) -> ExitCode {
     match finalize::run(&args).await {
         Ok(r) => {
