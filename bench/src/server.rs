@@ -37,7 +37,15 @@ impl ChildEnv {
     }
 }
 
-/// `target/release/ironclad`, built (or brought up to date) with cargo unless `skip_build`.
+/// The build profile this bench was compiled in: a release bench measures a release server, and
+/// CI's smoke runs (debug, to spare a second full build) drive the debug one.
+pub const PROFILE: &str = if cfg!(debug_assertions) {
+    "debug"
+} else {
+    "release"
+};
+
+/// `target/<profile>/ironclad`, built (or brought up to date) with cargo unless `skip_build`.
 pub fn ensure_binary(explicit: Option<&Path>, skip_build: bool) -> anyhow::Result<PathBuf> {
     if let Some(p) = explicit {
         anyhow::ensure!(p.exists(), "--ironclad-bin {} does not exist", p.display());
@@ -46,24 +54,29 @@ pub fn ensure_binary(explicit: Option<&Path>, skip_build: bool) -> anyhow::Resul
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::workspace_root().join("target"));
-    let bin = target.join("release").join("ironclad");
+    let bin = target.join(PROFILE).join("ironclad");
+    let mut build = vec!["build", "--bin", "ironclad"];
+    if PROFILE == "release" {
+        build.push("--release");
+    }
+    let build = build.join(" ");
     if !skip_build {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        eprintln!("bench: cargo build --release --bin ironclad (a no-op when it is up to date)…");
+        eprintln!("bench: cargo {build} (a no-op when it is up to date)…");
         let status = std::process::Command::new(cargo)
-            .args(["build", "--release", "--bin", "ironclad"])
+            .args(build.split(' '))
             .current_dir(crate::workspace_root())
             .stdout(Stdio::null())
             .status()
             .context("running cargo build for the ironclad binary")?;
         anyhow::ensure!(
             status.success(),
-            "cargo build --release --bin ironclad failed (is the workspace compiling?)"
+            "cargo {build} failed (is the workspace compiling?)"
         );
     }
     anyhow::ensure!(
         bin.exists(),
-        "{} is missing: run `cargo build --release --bin ironclad`",
+        "{} is missing: run `cargo {build}`",
         bin.display()
     );
     Ok(bin)
