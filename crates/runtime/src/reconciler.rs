@@ -37,6 +37,10 @@ pub struct Reconciler {
 
 const BATCH: i64 = 1000;
 
+/// How often the pilot measurements are sampled: the charts' resolution is a minute, and a
+/// reconciler sampling more often only finds the minute already written.
+const PILOT_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
+
 impl Reconciler {
     /// A reconciler over `store`, asking `queue` which announcements still wait in the stream,
     /// and sweeping `blobs` for orphans.
@@ -118,12 +122,33 @@ impl Reconciler {
         }
     }
 
+    /// Records this minute's pilot measurements (the operations page's charts) unless another
+    /// reconciler already did. A Redis that does not answer leaves the pending age unknown
+    /// rather than skipping the minute: the other four still tell what happened.
+    pub async fn sample_pilot_measures(&self) -> Result<bool, RuntimeError> {
+        let pending = match self.queue.pending_summary().await {
+            Ok(p) => Some(p.oldest_idle_ms as f64 / 1000.0),
+            Err(err) => {
+                tracing::debug!(error = %err, "pilot sample without the pending age");
+                None
+            }
+        };
+        Ok(self.store.record_pilot_sample(pending).await?)
+    }
+
     /// Sweeps every `reconcile_every` until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) {
         let mut last_blob_sweep = Instant::now();
+        let mut last_sample: Option<Instant> = None;
         loop {
             if let Err(err) = self.sweep().await {
                 tracing::warn!(error = %err, "reconciler sweep failed");
+            }
+            if last_sample.is_none_or(|t| t.elapsed() >= PILOT_SAMPLE_EVERY) {
+                last_sample = Some(Instant::now());
+                if let Err(err) = self.sample_pilot_measures().await {
+                    tracing::warn!(error = %err, "pilot sample failed");
+                }
             }
             if last_blob_sweep.elapsed() >= self.config.blob_sweep_every {
                 last_blob_sweep = Instant::now();

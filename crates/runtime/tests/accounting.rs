@@ -9,7 +9,8 @@
 //! holding the job, retry scheduled) and checks the stuck-case query names each with the right
 //! reason, then lets the roles run and checks the list empties. The second makes publication
 //! give up (outbox row DEAD while Redis is down) and checks the gauge counts it, the stuck-case
-//! reason says so, and the reconciler still gets the case decided.
+//! reason says so, and the reconciler still gets the case decided. Both check the retry volume
+//! and the reconciler's minute sample of the pilot measures (with Redis up, then down).
 
 mod common;
 
@@ -105,6 +106,14 @@ async fn stuck_cases_name_each_open_case_and_why_until_it_is_done() -> anyhow::R
             .is_empty(),
         "none is idle that long"
     );
+    // The retry volume counts the one job waiting for its retry (the lost one never ran, the
+    // held one runs), and the reconciler's minute sample records it with Redis's pending age.
+    assert_eq!(p.store().pipeline_gauges().await?.jobs_retry_waiting, 1);
+    assert!(p.reconciler().await?.sample_pilot_measures().await?);
+    let samples = p.store().pilot_samples(Duration::from_secs(120)).await?;
+    assert_eq!(samples.len(), 1);
+    assert_eq!(samples[0].retry_waiting, 1);
+    assert!(samples[0].pending_age_seconds.is_some(), "Redis answered");
 
     let mut roles = Roles::new();
     roles.dispatcher(dispatcher);
@@ -130,6 +139,7 @@ async fn a_dead_outbox_row_is_counted_explained_and_still_delivered() -> anyhow:
     let mut p = Pipeline::on_redis(&redis.url()).await?;
     p.config.outbox_max_attempts = 1;
     let dispatcher = p.dispatcher().await?;
+    let sampler = p.reconciler().await?;
     redis.kill()?;
     let case = p.submit_case(1).await?;
     let id = source_jobs(&p, case).await?[0];
@@ -138,6 +148,14 @@ async fn a_dead_outbox_row_is_counted_explained_and_still_delivered() -> anyhow:
     assert_eq!((report.claimed, report.released, report.dead), (1, 1, 1));
     let gauges = p.store().pipeline_gauges().await?;
     assert_eq!((gauges.outbox_dead, gauges.outbox_pending), (1, 0));
+    // Redis down: the minute is still sampled, its pending age unknown, the dead row counted.
+    assert!(sampler.sample_pilot_measures().await?);
+    let samples = p.store().pilot_samples(Duration::from_secs(120)).await?;
+    assert_eq!(samples.len(), 1);
+    assert_eq!(
+        (samples[0].pending_age_seconds, samples[0].terminal_failures),
+        (None, 1)
+    );
     let stuck = p.store().stuck_cases(Duration::ZERO, 10).await?;
     assert_eq!(stuck.len(), 1);
     assert_eq!(

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod notifications;
 pub(crate) mod notify;
 pub mod outbox;
+pub mod pilot;
 pub mod read;
 pub mod reconcile;
 pub mod replay;

@@ -15,6 +15,9 @@ pub struct PipelineGauges {
     pub cases_by_status: Vec<(String, i64)>,
     /// Jobs per status.
     pub jobs_by_status: Vec<(String, i64)>,
+    /// Jobs waiting for a retry (PENDING after at least one attempt of their budget): the
+    /// pilot's retry volume.
+    pub jobs_retry_waiting: i64,
     /// Webhook deliveries waiting for an attempt (PENDING).
     pub webhook_pending: i64,
     /// Age in seconds of the oldest due PENDING webhook delivery (0 when none).
@@ -28,10 +31,10 @@ pub struct PipelineGauges {
     pub review_oldest_pending_age_seconds: f64,
 }
 
-/// The outbox, the webhook deliveries (both outboxes) and the review queue in one round trip,
-/// so a scrape stays at three statements.
+/// The outbox, the webhook deliveries (both outboxes), the review queue and the jobs waiting
+/// for a retry in one round trip, so a scrape stays at three statements.
 const GAUGES_OUTBOXES: &str = r#"
-SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.oldest FROM
+SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.oldest, j.retrying FROM
 (SELECT count(*) FILTER (WHERE status = 'PENDING') AS pending,
         coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'PENDING' AND available_at <= now())), 0)::float8 AS oldest,
         count(*) FILTER (WHERE status = 'DEAD') AS dead
@@ -42,7 +45,8 @@ SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.ol
  FROM webhook_deliveries WHERE status IN ('PENDING', 'DEAD')) w,
 (SELECT count(*) AS pending,
         coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest
- FROM reviews WHERE status = 'PENDING') r
+ FROM reviews WHERE status = 'PENDING') r,
+(SELECT count(*) AS retrying FROM jobs WHERE status = 'PENDING' AND attempt > budget_start) j
 "#;
 const GAUGES_CASES: &str = "SELECT status, count(*) FROM cases GROUP BY status ORDER BY status";
 const GAUGES_JOBS: &str = "SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status";
@@ -50,7 +54,7 @@ const GAUGES_JOBS: &str = "SELECT status, count(*) FROM jobs GROUP BY status ORD
 impl Store {
     /// Reads the pipeline gauges.
     pub async fn pipeline_gauges(&self) -> StoreResult<PipelineGauges> {
-        type Outboxes = (i64, f64, i64, i64, f64, i64, i64, f64);
+        type Outboxes = (i64, f64, i64, i64, f64, i64, i64, f64, i64);
         let (
             outbox_pending,
             outbox_oldest_pending_age_seconds,
@@ -60,6 +64,7 @@ impl Store {
             webhook_dead,
             reviews_pending,
             review_oldest_pending_age_seconds,
+            jobs_retry_waiting,
         ): Outboxes = sqlx::query_as(GAUGES_OUTBOXES)
             .fetch_one(self.pool())
             .await?;
@@ -71,6 +76,7 @@ impl Store {
             outbox_dead,
             cases_by_status,
             jobs_by_status,
+            jobs_retry_waiting,
             webhook_pending,
             webhook_oldest_pending_age_seconds,
             webhook_dead,

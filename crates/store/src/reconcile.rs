@@ -3,7 +3,8 @@
 
 use crate::jobs::CASE_LOCK;
 use crate::{secs, Store, StoreResult};
-use ironclad_core::JobId;
+use chrono::{DateTime, Utc};
+use ironclad_core::{JobId, TenantId};
 use std::collections::HashSet;
 use std::time::Duration;
 use uuid::Uuid;
@@ -88,11 +89,22 @@ macro_rules! requeueable {
     };
 }
 
-/// The cases with something to requeue, in id order (the order their locks are taken in).
+/// The cases with something to requeue (of tenant `$2`, or all when NULL), in id order (the
+/// order their locks are taken in).
 const CASES_WITH_REQUEUEABLE_JOBS: &str = concat!(
     "SELECT DISTINCT j.case_id FROM jobs j WHERE ",
     requeueable!("j"),
+    " AND ($2::uuid IS NULL OR j.case_id IN (SELECT id FROM cases WHERE tenant_id = $2))",
     " ORDER BY j.case_id LIMIT $1"
+);
+
+/// A tenant's requeueable jobs with their cases, newest failure first: the desk's dead letters.
+const DEAD_LETTERS_OF_TENANT: &str = concat!(
+    "SELECT j.id, j.case_id, c.external_reference, j.kind, j.error_code, j.last_error, j.finished_at
+     FROM jobs j JOIN cases c ON c.id = j.case_id
+     WHERE c.tenant_id = $1 AND ",
+    requeueable!("j"),
+    " ORDER BY j.finished_at DESC, j.id LIMIT $2"
 );
 
 /// Requeueable jobs of the (locked) cases `$2` start over with a fresh retry budget of their
@@ -134,6 +146,25 @@ const JOBS_REQUEUE: &str = concat!(
 
 /// Cases requeued per transaction: bounds how many case locks one requeue holds at once.
 const REQUEUE_BATCH: i64 = 500;
+
+/// A job that failed for a technical reason and may be requeued, with its case.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeadLetter {
+    /// The job.
+    pub id: Uuid,
+    /// Its case.
+    pub case_id: Uuid,
+    /// The case's external reference.
+    pub external_reference: Option<String>,
+    /// `process_source` or `finalize_case`.
+    pub kind: String,
+    /// Why it failed, as a code (NULL for rows failed before codes existed).
+    pub error_code: Option<String>,
+    /// The last error, in words.
+    pub last_error: Option<String>,
+    /// When it failed.
+    pub finished_at: Option<DateTime<Utc>>,
+}
 
 const BLOBS_REFERENCED: &str = "SELECT DISTINCT blob_key FROM sources WHERE blob_key = ANY($1)";
 
@@ -184,11 +215,25 @@ impl Store {
     /// Requeues every job that failed for a technical reason (dead-lettered, attempts
     /// exhausted, worker lost, …) with a fresh retry budget; returns how many.
     pub async fn requeue_dead_lettered_jobs(&self, actor: &str) -> StoreResult<u64> {
+        self.requeue_dead_lettered(None, actor).await
+    }
+
+    /// [`Store::requeue_dead_lettered_jobs`] for one tenant's cases only (the desk's button).
+    pub async fn requeue_dead_lettered_jobs_of(
+        &self,
+        tenant: TenantId,
+        actor: &str,
+    ) -> StoreResult<u64> {
+        self.requeue_dead_lettered(Some(tenant.0), actor).await
+    }
+
+    async fn requeue_dead_lettered(&self, tenant: Option<Uuid>, actor: &str) -> StoreResult<u64> {
         let mut total = 0;
         loop {
             let mut tx = self.pool().begin().await?;
             let cases: Vec<Uuid> = sqlx::query_scalar(CASES_WITH_REQUEUEABLE_JOBS)
                 .bind(REQUEUE_BATCH)
+                .bind(tenant)
                 .fetch_all(&mut *tx)
                 .await?;
             if cases.is_empty() {
@@ -209,6 +254,19 @@ impl Store {
                 return Ok(total);
             }
         }
+    }
+
+    /// Up to `limit` of a tenant's jobs that an operator may requeue, newest failure first.
+    pub async fn dead_letters_of(
+        &self,
+        tenant: TenantId,
+        limit: i64,
+    ) -> StoreResult<Vec<DeadLetter>> {
+        Ok(sqlx::query_as(DEAD_LETTERS_OF_TENANT)
+            .bind(tenant.0)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?)
     }
 
     /// Which of `keys` some source references.

@@ -292,6 +292,12 @@ fn write_scrape_gauges(
         );
         single(
             out,
+            "ironclad_jobs_retry_waiting",
+            "Jobs waiting for a retry (PENDING after at least one attempt of their budget).",
+            g.jobs_retry_waiting as f64,
+        );
+        single(
+            out,
             "ironclad_outbox_dead",
             "Outbox rows that gave up publishing.",
             g.outbox_dead as f64,
@@ -429,6 +435,7 @@ mod tests {
             outbox_dead: 0,
             cases_by_status: vec![("INGESTED".into(), 2), ("WEIRD\"".into(), 1)],
             jobs_by_status: vec![],
+            jobs_retry_waiting: 5,
             webhook_pending: 2,
             webhook_oldest_pending_age_seconds: 0.5,
             webhook_dead: 1,
@@ -443,6 +450,7 @@ mod tests {
         write_scrape_gauges(&mut out, Some(&g), Some(pending), true);
         assert!(out.contains("# TYPE ironclad_outbox_pending gauge\nironclad_outbox_pending 3\n"));
         assert!(out.contains("ironclad_outbox_oldest_pending_age_seconds 1.5\n"));
+        assert!(out.contains("ironclad_jobs_retry_waiting 5\n"));
         assert!(out.contains("ironclad_cases{status=\"INGESTED\"} 2\n"));
         assert!(out.contains("ironclad_cases{status=\"RESOLVED\"} 0\n"));
         assert!(out.contains("ironclad_cases{status=\"WEIRD\\\"\"} 1\n"));

@@ -6,6 +6,7 @@
 mod admin;
 mod case;
 mod cases;
+mod chart;
 mod operations;
 pub(crate) mod page;
 mod previews;
@@ -40,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .route("/queue/next", get(queue::next))
         .route("/upload", get(cases::upload_page))
         .route("/operations", get(operations::show))
+        .route("/operations/requeue", post(operations::requeue))
         .route("/admin", get(admin::show))
         .route("/admin/users", post(admin::create_user))
         .route("/admin/users/{id}/disable", post(admin::disable_user))

@@ -634,3 +634,147 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
     app.stop().await;
     Ok(())
 }
+
+impl TestApp {
+    /// A case of `key`'s tenant, referenced `reference`, whose source job was dead-lettered
+    /// (as a worker does with a message past its delivery limit). Returns the job.
+    async fn dead_lettered_case(&self, key: &str, reference: &str) -> anyhow::Result<uuid::Uuid> {
+        use ironclad_core::{CaseId, Envelope, JobId, JobKind};
+        let mut files = form(&[(
+            "bl.pdf",
+            &ironclad_documents::fixtures::pdf_with_pages(1, "Bill of Lading"),
+        )]);
+        files = files.text("external_reference", reference.to_owned());
+        let answer = self.post_case(key, files, None).await?;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+        let case: CaseId = answer.json()["case_id"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("no case id"))?;
+        let job: uuid::Uuid = sqlx::query_scalar("SELECT id FROM jobs WHERE case_id = $1")
+            .bind(case.0)
+            .fetch_one(self.db.store.pool())
+            .await?;
+        let envelope = Envelope::new(JobId(job), case, JobKind::ProcessSource, 1);
+        self.db
+            .store
+            .fail_dead_lettered(&envelope, "poison message", "test")
+            .await?;
+        Ok(job)
+    }
+
+    async fn job_status(&self, job: uuid::Uuid) -> anyhow::Result<String> {
+        Ok(sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
+            .bind(job)
+            .fetch_one(self.db.store.pool())
+            .await?)
+    }
+}
+
+#[tokio::test]
+async fn operations_show_charts_and_requeue_only_the_tenants_dead_letters() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let other = app.db.store.create_tenant("tenant-b").await?;
+    let other_key = app.key_for(other, Role::Operator).await?;
+    let ours = app.dead_lettered_case(&app.key, "OURS-DEAD-1").await?;
+    let theirs = app.dead_lettered_case(&other_key, "THEIRS-DEAD-1").await?;
+    app.user(app.tenant, "ops@example.com", Role::Operator)
+        .await?;
+    app.user(app.tenant, "rev@example.com", Role::Reviewer)
+        .await?;
+    let ops = app.sign_in("ops@example.com").await?;
+    let reviewer = app.sign_in("rev@example.com").await?;
+
+    // No sample yet: the page says so instead of drawing an empty chart.
+    let page = app.page(&ops.cookie, "/operations").await?;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    assert!(page.text().contains("No samples yet"));
+    assert!(!page.text().contains("data-chart="));
+    // The retry volume counts jobs waiting for a retry, not the outbox.
+    let metrics = app.get("/metrics", None).await?;
+    assert!(
+        metrics.text().contains("ironclad_jobs_retry_waiting 0\n"),
+        "{}",
+        metrics.text()
+    );
+
+    // A minute is sampled once, whoever asks twice; then every measure has its chart.
+    assert!(app.db.store.record_pilot_sample(Some(4.0)).await?);
+    assert!(!app.db.store.record_pilot_sample(Some(9.0)).await?);
+    let samples = app
+        .db
+        .store
+        .pilot_samples(Duration::from_secs(3600))
+        .await?;
+    assert_eq!(samples.len(), 1);
+    assert_eq!(samples[0].pending_age_seconds, Some(4.0));
+    assert_eq!(samples[0].terminal_failures, 2, "both tenants' failed jobs");
+    let page = app.page(&ops.cookie, "/operations").await?;
+    let text = page.text();
+    for key in [
+        "outbox_age",
+        "retries",
+        "pending_age",
+        "failures",
+        "review_wait",
+    ] {
+        assert!(text.contains(&format!("data-chart=\"{key}\"")), "{key}");
+    }
+    assert!(text.contains("peak 4 s"), "the pending-age chart's peak");
+
+    // Dead letters: ours, not the other tenant's.
+    assert!(text.contains("OURS-DEAD-1"));
+    assert!(!text.contains("THEIRS-DEAD-1"));
+    assert!(text.contains("dead_lettered: poison message"), "{text}");
+
+    // Without the CSRF token, or as a reviewer, the requeue is refused and changes nothing.
+    let forged = app
+        .post_form(&ops.cookie, "/operations/requeue", &[("csrf", "forged")])
+        .await?;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    let reviewed = app
+        .post_form(
+            &reviewer.cookie,
+            "/operations/requeue",
+            &[("csrf", reviewer.csrf.as_str())],
+        )
+        .await?;
+    assert_eq!(reviewed.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.page(&reviewer.cookie, "/operations").await?.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(app.job_status(ours).await?, "FAILED");
+
+    // The operator's requeue starts our job over, leaves theirs, and names the user.
+    let done = app
+        .post_form(
+            &ops.cookie,
+            "/operations/requeue",
+            &[("csrf", ops.csrf.as_str())],
+        )
+        .await?;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text());
+    assert!(done.text().contains("1 job requeued."));
+    assert!(done.text().contains("id=\"no-dead\""));
+    assert_eq!(app.job_status(ours).await?, "PENDING");
+    assert_eq!(app.job_status(theirs).await?, "FAILED");
+    let actor: String = sqlx::query_scalar(
+        "SELECT actor FROM audit_events WHERE event_type = 'REQUEUED' ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(app.db.store.pool())
+    .await?;
+    assert!(actor.starts_with("user:"), "{actor}");
+    // Replayed, the form finds nothing left to do.
+    let again = app
+        .post_form(
+            &ops.cookie,
+            "/operations/requeue",
+            &[("csrf", ops.csrf.as_str())],
+        )
+        .await?;
+    assert!(again.text().contains("Nothing to requeue"));
+    assert_eq!(app.job_status(theirs).await?, "FAILED");
+    app.stop().await;
+    Ok(())
+}
