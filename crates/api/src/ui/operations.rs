@@ -32,6 +32,8 @@ struct Measure {
     key: &'static str,
     title: &'static str,
     value: String,
+    /// A second, smaller figure beside the value (the oldest review's wait).
+    detail: Option<String>,
     note: &'static str,
     /// `ok`, `warn` or `bad`: the card's border.
     state: &'static str,
@@ -204,6 +206,7 @@ async fn page(
                 key: "outbox_age",
                 title: "Outbox age",
                 value: age(g.outbox_oldest_pending_age_seconds),
+                detail: None,
                 note: "oldest intent to publish not yet on the stream",
                 state: level(g.outbox_oldest_pending_age_seconds, 30.0, 300.0),
                 chart: Series::OutboxAge.chart(&samples, now),
@@ -212,6 +215,7 @@ async fn page(
                 key: "retries",
                 title: "Retry volume",
                 value: g.jobs_retry_waiting.to_string(),
+                detail: None,
                 note: "jobs waiting for a retry after a failed attempt",
                 state: level(g.jobs_retry_waiting as f64, 10.0, 1_000.0),
                 chart: Series::RetryWaiting.chart(&samples, now),
@@ -220,6 +224,7 @@ async fn page(
                 key: "failures",
                 title: "Terminal failures",
                 value: failed.to_string(),
+                detail: None,
                 note: "failed jobs, dead outbox rows and dead webhook deliveries",
                 state: level(failed as f64, 1.0, 10.0),
                 chart: Series::Failures.chart(&samples, now),
@@ -227,11 +232,11 @@ async fn page(
             measures.push(Measure {
                 key: "review_wait",
                 title: "Awaiting review",
-                value: format!(
-                    "{} · oldest {}",
-                    g.reviews_pending,
+                value: g.reviews_pending.to_string(),
+                detail: Some(format!(
+                    "oldest {}",
                     age(g.review_oldest_pending_age_seconds)
-                ),
+                )),
                 note: "decisions waiting for a person",
                 state: level(
                     g.review_oldest_pending_age_seconds,
@@ -245,6 +250,7 @@ async fn page(
             key: "database",
             title: "PostgreSQL",
             value: unknown(),
+            detail: None,
             note: "the database did not answer within 2 s",
             state: "bad",
             chart: None,
@@ -259,6 +265,7 @@ async fn page(
             value: pending_ms
                 .map(|ms| age(ms as f64 / 1000.0))
                 .unwrap_or_else(unknown),
+            detail: None,
             note: "oldest message a worker holds without acknowledging it",
             state: pending_ms.map_or("bad", |ms| level(ms as f64 / 1000.0, 120.0, 900.0)),
             chart: Series::PendingAge.chart(&samples, now),
@@ -323,7 +330,7 @@ async fn page(
             failed,
             dead,
             dead_more,
-            history: age(HISTORY.as_secs_f64()),
+            history: format!("{} h", HISTORY.as_secs() / 3600),
             notice,
         },
     ))
