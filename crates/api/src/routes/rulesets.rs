@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_core::role::Role;
-use ironclad_core::rules::{RuleIssue, RulesetSpec};
+use ironclad_core::rules::{CompiledRuleset, RuleIssue, RulesetSpec};
 use ironclad_documents::rules as case_rules;
 use ironclad_store::rulesets::{ActivationError, RulesetRow};
 use serde::Deserialize;
@@ -187,12 +187,7 @@ async fn validate(
 ) -> Result<Response, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
     let row = find(&state, &caller, id).await?;
-    let yaml = latest_workflow_yaml(&state, &row.workflow).await?;
-    let v = validation(case_rules::validate_for_yaml(
-        state.compiler.as_ref(),
-        &yaml,
-        &row.spec,
-    ));
+    let v = validation(check_ruleset(&state, &row).await?);
     Ok(Json(v).into_response())
 }
 
@@ -232,19 +227,49 @@ async fn activate(
     caller.require(&[Role::Admin], ACTION)?;
     let Json(body) =
         body.map_err(|e| ApiError::client(e.status(), "invalid_body", e.body_text()))?;
+    let row = find(&state, &caller, id).await?;
+    let activated = activate_checked(
+        &state,
+        caller.0.tenant_id.0,
+        &row,
+        &actor(&caller),
+        &body.comment,
+    )
+    .await?;
+    Ok(Json(json!({ "ruleset": activated })).into_response())
+}
+
+/// Validates `row` against its workflow's latest version: `Err` only when the workflow cannot
+/// be found (the API's 422 `unknown_workflow`).
+pub(crate) async fn check_ruleset(
+    state: &AppState,
+    row: &RulesetRow,
+) -> Result<Result<CompiledRuleset, Vec<RuleIssue>>, ApiError> {
+    let yaml = latest_workflow_yaml(state, &row.workflow).await?;
+    Ok(case_rules::validate_for_yaml(
+        state.compiler.as_ref(),
+        &yaml,
+        &row.spec,
+    ))
+}
+
+/// Activates `row` with `comment` after checking both: the one path the API and the desk
+/// share. 400 for a missing comment, 422 for invalid rules, 409 when not a DRAFT.
+pub(crate) async fn activate_checked(
+    state: &AppState,
+    tenant: Uuid,
+    row: &RulesetRow,
+    actor: &str,
+    comment: &str,
+) -> Result<RulesetRow, ApiError> {
     // U+0000 too: PostgreSQL's text cannot hold it.
-    if body.comment.trim().is_empty()
-        || body.comment.chars().count() > 4000
-        || body.comment.contains('\0')
-    {
+    if comment.trim().is_empty() || comment.chars().count() > 4000 || comment.contains('\0') {
         return Err(ApiError::bad_request(
             "invalid_body",
             "comment is required (1 to 4000 characters, no U+0000): say why these rules go live",
         ));
     }
-    let row = find(&state, &caller, id).await?;
-    let yaml = latest_workflow_yaml(&state, &row.workflow).await?;
-    if let Err(issues) = case_rules::validate_for_yaml(state.compiler.as_ref(), &yaml, &row.spec) {
+    if let Err(issues) = check_ruleset(state, row).await? {
         return Err(ApiError::client(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_ruleset",
@@ -252,9 +277,9 @@ async fn activate(
         )
         .with_details(json!({ "issues": issues_json(&issues) })));
     }
-    let activated = state
+    state
         .store
-        .activate_ruleset(caller.0.tenant_id.0, row.id, &actor(&caller), &body.comment)
+        .activate_ruleset(tenant, row.id, actor, comment)
         .await
         .map_err(|e| match e {
             ActivationError::NotFound => ApiError::not_found(),
@@ -264,8 +289,17 @@ async fn activate(
                 format!("ruleset is {status}; only a DRAFT can be activated"),
             ),
             ActivationError::Store(e) => e.into(),
-        })?;
-    Ok(Json(json!({ "ruleset": activated })).into_response())
+        })
+}
+
+/// The ruleset `row` is compared with by default: the workflow's ACTIVE one, or the previous
+/// version when `row` is active; `None` for a first version.
+pub(crate) async fn diff_base(
+    state: &AppState,
+    tenant: Uuid,
+    row: &RulesetRow,
+) -> Result<Option<RulesetRow>, ApiError> {
+    Ok(state.store.default_diff_base(tenant, row).await?)
 }
 
 #[derive(Debug, Deserialize)]
@@ -301,12 +335,7 @@ async fn diff(
     let row = find(&state, &caller, id).await?;
     let base = match p.against {
         Some(other) => Some(find(&state, &caller, Ok(Path(other))).await?),
-        None => {
-            state
-                .store
-                .default_diff_base(caller.0.tenant_id.0, &row)
-                .await?
-        }
+        None => diff_base(&state, caller.0.tenant_id.0, &row).await?,
     };
     let empty = json!({"rules": []});
     let before = base.as_ref().map(|b| &b.spec).unwrap_or(&empty);
@@ -323,13 +352,20 @@ async fn find(
     caller: &Caller,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<RulesetRow, ApiError> {
-    let id: Uuid = id
-        .ok()
-        .and_then(|Path(raw)| raw.parse().ok())
-        .ok_or_else(ApiError::not_found)?;
+    let raw = id.map(|Path(raw)| raw).unwrap_or_default();
+    find_ruleset(state, caller.0.tenant_id.0, &raw).await
+}
+
+/// The tenant's ruleset `raw_id`; a malformed id is 404 like an unknown one.
+pub(crate) async fn find_ruleset(
+    state: &AppState,
+    tenant: Uuid,
+    raw_id: &str,
+) -> Result<RulesetRow, ApiError> {
+    let id: Uuid = raw_id.parse().map_err(|_| ApiError::not_found())?;
     state
         .store
-        .get_ruleset(caller.0.tenant_id.0, id)
+        .get_ruleset(tenant, id)
         .await?
         .ok_or_else(ApiError::not_found)
 }

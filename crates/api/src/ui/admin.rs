@@ -49,12 +49,12 @@ struct AdminPage {
     keys: Vec<KeyRow>,
 }
 
-fn admin_only(user: &DeskUser) -> Result<(), DeskError> {
+pub(super) fn admin_only(user: &DeskUser) -> Result<(), DeskError> {
     user.require(&[Role::Admin], "administer the tenant")
 }
 
 /// What every admin form checks first: its CSRF token, then the admin role.
-fn admin_form(user: &DeskUser, csrf: &str) -> Result<(), DeskError> {
+pub(super) fn admin_form(user: &DeskUser, csrf: &str) -> Result<(), DeskError> {
     user.check_csrf(csrf)?;
     admin_only(user)
 }

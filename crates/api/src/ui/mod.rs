@@ -11,6 +11,7 @@ mod operations;
 pub(crate) mod page;
 mod previews;
 mod queue;
+mod rulesets;
 pub(crate) mod session;
 
 use crate::state::AppState;
@@ -47,6 +48,9 @@ pub fn router() -> Router<AppState> {
         .route("/admin/users/{id}/disable", post(admin::disable_user))
         .route("/admin/keys", post(admin::create_key))
         .route("/admin/keys/{id}/revoke", post(admin::revoke_key))
+        .route("/admin/rulesets", get(rulesets::list))
+        .route("/admin/rulesets/{id}", get(rulesets::show))
+        .route("/admin/rulesets/{id}/activate", post(rulesets::activate))
         .route("/assets/desk.css", get(stylesheet))
         .route("/assets/desk.js", get(script))
 }

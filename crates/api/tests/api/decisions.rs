@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use uuid::Uuid;
 
-const TRADE: &str = include_str!("../../../../workflows/trade.yaml");
+pub(crate) const TRADE: &str = include_str!("../../../../workflows/trade.yaml");
 
 impl TestApp {
     async fn post_json(

@@ -778,3 +778,168 @@ async fn operations_show_charts_and_requeue_only_the_tenants_dead_letters() -> a
     app.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn admins_check_compare_and_activate_rulesets_from_the_desk() -> anyhow::Result<()> {
+    use serde_json::json;
+    let app = TestApp::spawn().await?;
+    app.db
+        .store
+        .load_workflow("trade", crate::decisions::TRADE)
+        .await?;
+    let key = app.key_for(app.tenant, Role::Admin).await?;
+    let create = |body: serde_json::Value| {
+        let key = key.clone();
+        let url = app.url("/v1/rulesets");
+        async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await?;
+            let answer = Answer::read(r).await?;
+            anyhow::ensure!(answer.status == StatusCode::CREATED, "{}", answer.text());
+            Ok::<String, anyhow::Error>(
+                answer.json()["ruleset"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        }
+    };
+    let rule = |on_fail: &str| {
+        json!({"id": "documents_present", "template": "REQUIRED_DOCUMENT", "on_fail": on_fail,
+               "params": {"document_types": ["bill_of_lading", "commercial_invoice"]}})
+    };
+    let v1 = create(json!({"workflow": "trade", "rules": [rule("REVIEW_REQUIRED")]})).await?;
+    let v2 = create(json!({"workflow": "trade", "rules": [rule("BLOCKED"), {
+        "id": "ghost", "template": "FIELD_REQUIRED", "on_fail": "BLOCKED",
+        "params": {"document_type": "bill_of_lading", "field": "no_such_field"}}]}))
+    .await?;
+    let other = app.db.store.create_tenant("tenant-b").await?;
+    app.user(app.tenant, "admin@example.com", Role::Admin)
+        .await?;
+    app.user(app.tenant, "ops@example.com", Role::Operator)
+        .await?;
+    app.user(other, "spy@example.com", Role::Admin).await?;
+    let admin = app.sign_in("admin@example.com").await?;
+    let ops = app.sign_in("ops@example.com").await?;
+    let spy = app.sign_in("spy@example.com").await?;
+    let pool = app.db.store.pool().clone();
+    let status_of = |id: String| {
+        let pool = pool.clone();
+        async move {
+            Ok::<String, anyhow::Error>(
+                sqlx::query_scalar("SELECT status FROM rulesets WHERE id = $1::uuid")
+                    .bind(id)
+                    .fetch_one(&pool)
+                    .await?,
+            )
+        }
+    };
+
+    let list = app.page(&admin.cookie, "/admin/rulesets").await?;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.text());
+    assert!(list.text().contains(&format!("/admin/rulesets/{v1}")));
+    assert!(list.text().contains(&format!("/admin/rulesets/{v2}")));
+
+    // Version 2 is invalid (the issue named) and shows what it changes against version 1.
+    let page = app
+        .page(&admin.cookie, &format!("/admin/rulesets/{v2}"))
+        .await?;
+    let text = page.text();
+    assert!(text.contains("data-valid=\"false\""), "{text}");
+    assert!(text.contains("no_such_field"));
+    assert!(text.contains("against version 1 (DRAFT)"), "{text}");
+    assert!(text.contains("<code class=\"added\">ghost</code>"));
+    assert!(text.contains("Changed: <code>documents_present</code>"));
+    let refused = app
+        .post_form(
+            &admin.cookie,
+            &format!("/admin/rulesets/{v2}/activate"),
+            &[("csrf", admin.csrf.as_str()), ("comment", "try it")],
+        )
+        .await?;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().contains("id=\"problem\""));
+    assert!(
+        refused.text().contains("try it"),
+        "the typed comment is kept"
+    );
+    assert_eq!(status_of(v2.clone()).await?, "DRAFT");
+
+    // Version 1: no comment, a forged token, an operator, another tenant: all refused.
+    let path = format!("/admin/rulesets/{v1}/activate");
+    let silent = app
+        .post_form(
+            &admin.cookie,
+            &path,
+            &[("csrf", admin.csrf.as_str()), ("comment", " ")],
+        )
+        .await?;
+    assert_eq!(silent.status, StatusCode::BAD_REQUEST);
+    assert!(silent.text().contains("comment is required"));
+    let forged = app
+        .post_form(&admin.cookie, &path, &[("csrf", "x"), ("comment", "go")])
+        .await?;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    let operator = app
+        .post_form(
+            &ops.cookie,
+            &path,
+            &[("csrf", ops.csrf.as_str()), ("comment", "go")],
+        )
+        .await?;
+    assert_eq!(operator.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.page(&ops.cookie, "/admin/rulesets").await?.status,
+        StatusCode::FORBIDDEN
+    );
+    let foreign = app
+        .post_form(
+            &spy.cookie,
+            &path,
+            &[("csrf", spy.csrf.as_str()), ("comment", "go")],
+        )
+        .await?;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+    assert_eq!(status_of(v1.clone()).await?, "DRAFT");
+
+    // Activated with a comment: ACTIVE, the comment and the user in the row and on the page;
+    // activating it again is a conflict that shows the current state.
+    let done = app
+        .post_form(
+            &admin.cookie,
+            &path,
+            &[
+                ("csrf", admin.csrf.as_str()),
+                ("comment", "pilot rules go live"),
+            ],
+        )
+        .await?;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text());
+    assert!(done.text().contains("id=\"notice\""));
+    assert!(done.text().contains("pilot rules go live"));
+    assert_eq!(status_of(v1.clone()).await?, "ACTIVE");
+    let by: String = sqlx::query_scalar("SELECT activated_by FROM rulesets WHERE id = $1::uuid")
+        .bind(&v1)
+        .fetch_one(app.db.store.pool())
+        .await?;
+    assert!(by.starts_with("user:"), "{by}");
+    let again = app
+        .post_form(
+            &admin.cookie,
+            &path,
+            &[("csrf", admin.csrf.as_str()), ("comment", "again")],
+        )
+        .await?;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.text().contains("only a DRAFT can be activated"));
+    assert!(
+        !again.text().contains("id=\"activate\""),
+        "no form on an ACTIVE version"
+    );
+    app.stop().await;
+    Ok(())
+}

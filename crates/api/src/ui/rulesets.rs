@@ -1,0 +1,271 @@
+//! Admin: the tenant's rulesets — every version per workflow, one version's rules with its
+//! validation against the workflow and its changes against the version it would replace, and
+//! activation with a comment. The checks are the API's own (`routes::rulesets`).
+
+use crate::error::ApiError;
+use crate::routes::rulesets::{activate_checked, check_ruleset, diff_base, find_ruleset};
+use crate::state::AppState;
+use crate::ui::admin::{admin_form, admin_only};
+use crate::ui::cases::when;
+use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::session::DeskUser;
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use ironclad_documents::rules as case_rules;
+use ironclad_store::rulesets::RulesetRow;
+use serde::Deserialize;
+
+struct Row {
+    id: uuid::Uuid,
+    workflow: String,
+    version: i32,
+    status: String,
+    created: String,
+    activated: String,
+}
+
+#[derive(Template)]
+#[template(path = "rulesets.html")]
+struct ListPage {
+    chrome: Chrome,
+    rows: Vec<Row>,
+}
+
+/// One changed rule (or the policy), before and after, as indented JSON lines.
+struct Change {
+    id: String,
+    before: Vec<Line>,
+    after: Vec<Line>,
+}
+
+/// A line of indented JSON; `changed` when the other side has no such line.
+struct Line {
+    text: String,
+    changed: bool,
+}
+
+/// Both sides as lines, each marked where the other side lacks it (JSON is printed with sorted
+/// keys, so an unchanged member prints the same line on both sides).
+fn sides(before: &serde_json::Value, after: &serde_json::Value) -> (Vec<Line>, Vec<Line>) {
+    let (b, a) = (pretty(before), pretty(after));
+    let mark = |text: &str, other: &str| -> Vec<Line> {
+        let others: std::collections::HashSet<&str> = other.lines().collect();
+        text.lines()
+            .map(|l| Line {
+                text: l.to_owned(),
+                changed: !others.contains(l),
+            })
+            .collect()
+    };
+    (mark(&b, &a), mark(&a, &b))
+}
+
+struct Issue {
+    path: String,
+    message: String,
+}
+
+#[derive(Template)]
+#[template(path = "ruleset.html")]
+struct DetailPage {
+    chrome: Chrome,
+    id: uuid::Uuid,
+    workflow: String,
+    version: i32,
+    status: String,
+    created: String,
+    created_by: String,
+    activated: Option<String>,
+    comment: Option<String>,
+    /// `Some(n)`: valid with n rules; `None`: see `issues`.
+    valid_rules: Option<usize>,
+    issues: Vec<Issue>,
+    /// What it is compared with, e.g. "version 2 (ACTIVE)"; `None` for a first version.
+    base: Option<String>,
+    added: Vec<String>,
+    removed: Vec<String>,
+    changed: Vec<Change>,
+    policy: Option<Change>,
+    spec: String,
+    draft: bool,
+    notice: Option<String>,
+    problem: Option<String>,
+    typed_comment: String,
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    if v.is_null() {
+        return "(none)".to_owned();
+    }
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+fn rule_id(v: &serde_json::Value) -> String {
+    v.get("id")
+        .and_then(|i| i.as_str())
+        .unwrap_or("(no id)")
+        .to_owned()
+}
+
+/// `GET /admin/rulesets`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    user: DeskUser,
+) -> Result<Response, DeskError> {
+    admin_only(&user)?;
+    let rows = state
+        .store
+        .list_rulesets(user.0.principal.tenant_id.0, None)
+        .await?
+        .into_iter()
+        .map(|r| Row {
+            id: r.id,
+            workflow: r.workflow,
+            version: r.version,
+            status: r.status,
+            created: when(r.created_at),
+            activated: r.activated_at.map(when).unwrap_or_default(),
+        })
+        .collect();
+    Ok(render(
+        StatusCode::OK,
+        &ListPage {
+            chrome: Chrome::of(&user, "admin"),
+            rows,
+        },
+    ))
+}
+
+async fn detail(
+    state: &AppState,
+    user: &DeskUser,
+    row: RulesetRow,
+) -> Result<DetailPage, DeskError> {
+    let tenant = user.0.principal.tenant_id.0;
+    let (valid_rules, issues) = match check_ruleset(state, &row).await {
+        Ok(Ok(compiled)) => (Some(compiled.rules.len()), Vec::new()),
+        Ok(Err(issues)) => (
+            None,
+            issues
+                .into_iter()
+                .map(|i| Issue {
+                    path: i.path,
+                    message: i.message,
+                })
+                .collect(),
+        ),
+        // The workflow is gone: say so where the validation would be.
+        Err(ApiError::Client { message, .. }) => (
+            None,
+            vec![Issue {
+                path: "workflow".into(),
+                message,
+            }],
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    let base = diff_base(state, tenant, &row).await?;
+    let empty = serde_json::json!({"rules": []});
+    let diff = case_rules::diff(base.as_ref().map_or(&empty, |b| &b.spec), &row.spec);
+    Ok(DetailPage {
+        chrome: Chrome::of(user, "admin"),
+        id: row.id,
+        workflow: row.workflow,
+        version: row.version,
+        draft: row.status == "DRAFT",
+        status: row.status,
+        created: when(row.created_at),
+        created_by: row.created_by,
+        activated: row
+            .activated_at
+            .map(|at| format!("{} by {}", when(at), row.activated_by.unwrap_or_default())),
+        comment: row.activation_comment,
+        valid_rules,
+        issues,
+        base: base.map(|b| format!("version {} ({})", b.version, b.status)),
+        added: diff.added.iter().map(rule_id).collect(),
+        removed: diff.removed.iter().map(rule_id).collect(),
+        changed: diff
+            .changed
+            .iter()
+            .map(|c| {
+                let (before, after) = sides(&c.before, &c.after);
+                Change {
+                    id: c.id.clone(),
+                    before,
+                    after,
+                }
+            })
+            .collect(),
+        policy: diff.policy.as_ref().map(|(b, a)| {
+            let (before, after) = sides(b, a);
+            Change {
+                id: "policy".into(),
+                before,
+                after,
+            }
+        }),
+        spec: pretty(&row.spec),
+        notice: None,
+        problem: None,
+        typed_comment: String::new(),
+    })
+}
+
+/// `GET /admin/rulesets/{id}`.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    user: DeskUser,
+    Path(id): Path<String>,
+) -> Result<Response, DeskError> {
+    admin_only(&user)?;
+    let row = find_ruleset(&state, user.0.principal.tenant_id.0, &id).await?;
+    Ok(render(StatusCode::OK, &detail(&state, &user, row).await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ActivateForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    comment: String,
+}
+
+/// `POST /admin/rulesets/{id}/activate`: the API's checks; a refusal (no comment, invalid
+/// rules, no longer a DRAFT) re-renders the page with the reason and the typed comment.
+pub(crate) async fn activate(
+    State(state): State<AppState>,
+    user: DeskUser,
+    Path(id): Path<String>,
+    Form(form): Form<ActivateForm>,
+) -> Result<Response, DeskError> {
+    admin_form(&user, &form.csrf)?;
+    let tenant = user.0.principal.tenant_id.0;
+    let row = find_ruleset(&state, tenant, &id).await?;
+    let comment = form.comment.trim();
+    match activate_checked(&state, tenant, &row, &user.0.principal.actor(), comment).await {
+        Ok(active) => {
+            let mut page = detail(&state, &user, active).await?;
+            page.notice = Some(format!(
+                "Version {} of {} is active; the previous one is retired. Decided cases keep \
+                 their decisions until re-evaluated.",
+                page.version, page.workflow
+            ));
+            Ok(render(StatusCode::OK, &page))
+        }
+        Err(ApiError::Client {
+            status, message, ..
+        }) => {
+            // Read again: a refusal for "not a DRAFT" means someone else changed it.
+            let current = find_ruleset(&state, tenant, &id).await?;
+            let mut page = detail(&state, &user, current).await?;
+            page.problem = Some(message);
+            page.typed_comment = comment.to_owned();
+            Ok(render(status, &page))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
