@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_core::role::Role;
+use ironclad_core::TenantId;
 use ironclad_store::read::encode_cursor;
 use ironclad_store::webhooks::{
     DeliveryView, RequeueOutcome, WebhookEndpoint, WebhookUrl, MAX_DESCRIPTION_LEN,
@@ -76,25 +77,7 @@ async fn create(
         )
         .with_details(json!({"reason": e.body_text()}))
     })?;
-    let url = WebhookUrl::parse(&body.url, state.config.webhook_allow_private).map_err(|e| {
-        ApiError::bad_request("invalid_url", e.to_string()).with_details(json!({"field": "url"}))
-    })?;
-    let description = body
-        .description
-        .as_deref()
-        .map(str::trim)
-        .filter(|d| !d.is_empty());
-    if let Some(d) = description {
-        if d.chars().count() > MAX_DESCRIPTION_LEN || d.chars().any(char::is_control) {
-            return Err(ApiError::bad_request(
-                "invalid_description",
-                format!(
-                    "description must be at most {MAX_DESCRIPTION_LEN} characters, without control characters"
-                ),
-            )
-            .with_details(json!({"field": "description", "max": MAX_DESCRIPTION_LEN})));
-        }
-    }
+    let (url, description) = checked_endpoint(&state, &body.url, body.description.as_deref())?;
     let created = state
         .store
         .webhook_create(caller.0.tenant_id, &url, description, &actor(&caller))
@@ -108,6 +91,31 @@ async fn create(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// An endpoint's URL and description as checked for creation (the API's and the desk's one
+/// path): 400 `invalid_url` or `invalid_description`.
+pub(crate) fn checked_endpoint<'d>(
+    state: &AppState,
+    url: &str,
+    description: Option<&'d str>,
+) -> Result<(WebhookUrl, Option<&'d str>), ApiError> {
+    let url = WebhookUrl::parse(url, state.config.webhook_allow_private).map_err(|e| {
+        ApiError::bad_request("invalid_url", e.to_string()).with_details(json!({"field": "url"}))
+    })?;
+    let description = description.map(str::trim).filter(|d| !d.is_empty());
+    if let Some(d) = description {
+        if d.chars().count() > MAX_DESCRIPTION_LEN || d.chars().any(char::is_control) {
+            return Err(ApiError::bad_request(
+                "invalid_description",
+                format!(
+                    "description must be at most {MAX_DESCRIPTION_LEN} characters, without control characters"
+                ),
+            )
+            .with_details(json!({"field": "description", "max": MAX_DESCRIPTION_LEN})));
+        }
+    }
+    Ok((url, description))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -281,12 +289,21 @@ async fn requeue(
 ) -> Result<Json<DeliveryView>, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
     let id = path_id(id)?;
-    match state
-        .store
-        .webhook_requeue(caller.0.tenant_id, id, &actor(&caller))
-        .await?
-    {
-        RequeueOutcome::Requeued(view) => Ok(Json(*view)),
+    requeue_delivery(&state, caller.0.tenant_id, id, &actor(&caller))
+        .await
+        .map(Json)
+}
+
+/// Requeues the tenant's DEAD delivery `id` (the API's and the desk's one path): 404 unknown,
+/// 409 `not_dead` or `endpoint_disabled`.
+pub(crate) async fn requeue_delivery(
+    state: &AppState,
+    tenant: TenantId,
+    id: uuid::Uuid,
+    actor: &str,
+) -> Result<DeliveryView, ApiError> {
+    match state.store.webhook_requeue(tenant, id, actor).await? {
+        RequeueOutcome::Requeued(view) => Ok(*view),
         RequeueOutcome::NotFound => Err(ApiError::not_found()),
         RequeueOutcome::NotDead(status) => Err(ApiError::client(
             StatusCode::CONFLICT,

@@ -13,6 +13,7 @@ mod previews;
 mod queue;
 mod rulesets;
 pub(crate) mod session;
+mod webhooks;
 
 use crate::state::AppState;
 use axum::extract::Request;
@@ -51,6 +52,16 @@ pub fn router() -> Router<AppState> {
         .route("/admin/rulesets", get(rulesets::list))
         .route("/admin/rulesets/{id}", get(rulesets::show))
         .route("/admin/rulesets/{id}/activate", post(rulesets::activate))
+        .route(
+            "/admin/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route("/admin/webhooks/{id}", get(webhooks::show))
+        .route("/admin/webhooks/{id}/disable", post(webhooks::disable))
+        .route(
+            "/admin/webhooks/{id}/deliveries/{delivery}/requeue",
+            post(webhooks::requeue),
+        )
         .route("/assets/desk.css", get(stylesheet))
         .route("/assets/desk.js", get(script))
 }

@@ -943,3 +943,169 @@ async fn admins_check_compare_and_activate_rulesets_from_the_desk() -> anyhow::R
     app.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> anyhow::Result<()> {
+    use ironclad_core::notification::NotificationType;
+    use ironclad_store::notifications::NewNotification;
+    // The receiver is on 127.0.0.1, as an on-premise one would be.
+    let app = TestApp::spawn_with(ApiConfig {
+        webhook_allow_private: true,
+        ..ApiConfig::default()
+    })
+    .await?;
+    let other = app.db.store.create_tenant("tenant-b").await?;
+    app.user(app.tenant, "admin@example.com", Role::Admin)
+        .await?;
+    app.user(app.tenant, "rev@example.com", Role::Reviewer)
+        .await?;
+    app.user(other, "spy@example.com", Role::Admin).await?;
+    let admin = app.sign_in("admin@example.com").await?;
+    let reviewer = app.sign_in("rev@example.com").await?;
+    let spy = app.sign_in("spy@example.com").await?;
+    let csrf = admin.csrf.as_str();
+
+    // A refused URL stores nothing and keeps what was typed.
+    let refused = app
+        .post_form(
+            &admin.cookie,
+            "/admin/webhooks",
+            &[
+                ("csrf", csrf),
+                ("url", "ftp://example.com/x"),
+                ("description", "ours"),
+            ],
+        )
+        .await?;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.text().contains("id=\"problem\""));
+    assert!(refused.text().contains("value=\"ftp://example.com/x\""));
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_endpoints").await?,
+        0
+    );
+    // A reviewer may not create one.
+    let denied = app
+        .post_form(
+            &reviewer.cookie,
+            "/admin/webhooks",
+            &[
+                ("csrf", reviewer.csrf.as_str()),
+                ("url", "http://127.0.0.1:9/hook"),
+            ],
+        )
+        .await?;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+
+    // Created: the secret is on this answer only, which no cache may keep.
+    let created = app
+        .post_form(
+            &admin.cookie,
+            "/admin/webhooks",
+            &[
+                ("csrf", csrf),
+                ("url", "http://127.0.0.1:9/hook"),
+                ("description", "ERP"),
+            ],
+        )
+        .await?;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
+    assert_eq!(created.header("cache-control").as_deref(), Some("no-store"));
+    let secret = created
+        .text()
+        .split("<code id=\"secret-value\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_default()
+        .to_owned();
+    anyhow::ensure!(secret.len() >= 32, "no secret shown");
+    let list = app.page(&admin.cookie, "/admin/webhooks").await?;
+    assert!(list.text().contains("http://127.0.0.1:9/hook"));
+    assert!(!list.text().contains(&secret), "the secret is shown once");
+    let endpoint: uuid::Uuid = sqlx::query_scalar("SELECT id FROM webhook_endpoints")
+        .fetch_one(app.db.store.pool())
+        .await?;
+
+    // A delivery the deliverer gave up on shows DEAD with a requeue.
+    let notification = app
+        .db
+        .store
+        .announce(NewNotification {
+            tenant: app.tenant,
+            case: None,
+            kind: NotificationType::DossierReviewRequired,
+            dedup_key: "k".into(),
+            data: serde_json::json!({"key": "k"}),
+        })
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not announced"))?;
+    let delivery: uuid::Uuid = sqlx::query_scalar(
+        "UPDATE webhook_deliveries SET status = 'DEAD', attempts = 8, last_error = 'connection refused' \
+         WHERE notification_id = $1 RETURNING id",
+    )
+    .bind(notification)
+    .fetch_one(app.db.store.pool())
+    .await?;
+    let page_path = format!("/admin/webhooks/{endpoint}");
+    let page = app.page(&admin.cookie, &page_path).await?;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("connection refused"));
+    assert!(page.text().contains("8/"), "{}", page.text());
+    let requeue = format!("{page_path}/deliveries/{delivery}/requeue");
+    assert!(page.text().contains(&format!("action=\"{requeue}\"")));
+    assert_eq!(
+        app.page(&spy.cookie, &page_path).await?.status,
+        StatusCode::NOT_FOUND
+    );
+    let delivery_status = || async {
+        Ok::<String, anyhow::Error>(
+            sqlx::query_scalar("SELECT status FROM webhook_deliveries WHERE id = $1")
+                .bind(delivery)
+                .fetch_one(app.db.store.pool())
+                .await?,
+        )
+    };
+    let forged = app
+        .post_form(&admin.cookie, &requeue, &[("csrf", "x")])
+        .await?;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    let foreign = app
+        .post_form(&spy.cookie, &requeue, &[("csrf", spy.csrf.as_str())])
+        .await?;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+    assert_eq!(delivery_status().await?, "DEAD");
+
+    let done = app
+        .post_form(&admin.cookie, &requeue, &[("csrf", csrf)])
+        .await?;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text());
+    assert!(done.text().contains("requeued"));
+    assert_eq!(delivery_status().await?, "PENDING");
+    // Replayed: it is no longer DEAD, and the page says so.
+    let again = app
+        .post_form(&admin.cookie, &requeue, &[("csrf", csrf)])
+        .await?;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again
+        .text()
+        .contains("only a DEAD delivery can be requeued"));
+
+    // Disabled: no more deliveries, no disable button, and the pending one is dropped.
+    let disabled = app
+        .post_form(
+            &admin.cookie,
+            &format!("{page_path}/disable"),
+            &[("csrf", csrf)],
+        )
+        .await?;
+    assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text());
+    assert!(!disabled.text().contains("id=\"disable-endpoint\""));
+    let off: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("SELECT disabled_at FROM webhook_endpoints WHERE id = $1")
+            .bind(endpoint)
+            .fetch_one(app.db.store.pool())
+            .await?;
+    assert!(off.is_some());
+    app.stop().await;
+    Ok(())
+}

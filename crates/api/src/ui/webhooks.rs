@@ -1,0 +1,280 @@
+//! Admin: the tenant's webhook endpoints (create with the signing secret shown once, disable)
+//! and each one's delivery log with a requeue for DEAD deliveries. The checks are the API's
+//! own (`routes::webhooks`).
+
+use crate::error::ApiError;
+use crate::routes::webhooks::{checked_endpoint, requeue_delivery};
+use crate::state::AppState;
+use crate::ui::admin::{admin_form, admin_only};
+use crate::ui::cases::when;
+use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::session::DeskUser;
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use ironclad_store::webhooks::MAX_DESCRIPTION_LEN;
+use serde::Deserialize;
+use uuid::Uuid;
+
+/// Deliveries shown on an endpoint's page (newest first; the API pages through all).
+const LOG_SHOWN: i64 = 50;
+
+struct EndpointRow {
+    id: Uuid,
+    url: String,
+    description: String,
+    created: String,
+    active: bool,
+}
+
+#[derive(Template)]
+#[template(path = "webhooks.html")]
+struct ListPage {
+    chrome: Chrome,
+    endpoints: Vec<EndpointRow>,
+    notice: Option<String>,
+    problem: Option<String>,
+    secret: Option<String>,
+    max_description: usize,
+    typed_url: String,
+    typed_description: String,
+}
+
+struct DeliveryRow {
+    id: Uuid,
+    event: String,
+    status: String,
+    attempts: String,
+    created: String,
+    settled: String,
+    last_error: String,
+    dead: bool,
+}
+
+#[derive(Template)]
+#[template(path = "webhook.html")]
+struct EndpointPage {
+    chrome: Chrome,
+    endpoint: EndpointRow,
+    created_by: String,
+    disabled: String,
+    deliveries: Vec<DeliveryRow>,
+    more: bool,
+    notice: Option<String>,
+    problem: Option<String>,
+}
+
+fn row(e: ironclad_store::webhooks::WebhookEndpoint) -> (EndpointRow, String, String) {
+    (
+        EndpointRow {
+            id: e.id,
+            url: e.url,
+            description: e.description.unwrap_or_default(),
+            created: when(e.created_at),
+            active: e.disabled_at.is_none(),
+        },
+        e.created_by,
+        e.disabled_at.map(when).unwrap_or_default(),
+    )
+}
+
+async fn list_page(state: &AppState, user: &DeskUser) -> Result<ListPage, DeskError> {
+    let endpoints = state
+        .store
+        .webhook_list(user.0.principal.tenant_id)
+        .await?
+        .into_iter()
+        .map(|e| row(e).0)
+        .collect();
+    Ok(ListPage {
+        chrome: Chrome::of(user, "admin"),
+        endpoints,
+        notice: None,
+        problem: None,
+        secret: None,
+        max_description: MAX_DESCRIPTION_LEN,
+        typed_url: String::new(),
+        typed_description: String::new(),
+    })
+}
+
+/// `GET /admin/webhooks`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    user: DeskUser,
+) -> Result<Response, DeskError> {
+    admin_only(&user)?;
+    Ok(render(StatusCode::OK, &list_page(&state, &user).await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CreateForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    description: String,
+}
+
+/// `POST /admin/webhooks`: the new endpoint's secret is in this answer and nowhere else; a
+/// refused URL or description re-renders the form with the reason and what was typed.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    user: DeskUser,
+    Form(form): Form<CreateForm>,
+) -> Result<Response, DeskError> {
+    admin_form(&user, &form.csrf)?;
+    let checked = checked_endpoint(&state, form.url.trim(), Some(&form.description));
+    let (url, description) = match checked {
+        Ok(ok) => ok,
+        Err(ApiError::Client {
+            status, message, ..
+        }) => {
+            let mut page = list_page(&state, &user).await?;
+            page.problem = Some(message);
+            page.typed_url = form.url;
+            page.typed_description = form.description;
+            return Ok(render(status, &page));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let created = state
+        .store
+        .webhook_create(
+            user.0.principal.tenant_id,
+            &url,
+            description,
+            &user.0.principal.actor(),
+        )
+        .await?;
+    let mut page = list_page(&state, &user).await?;
+    page.notice = Some(format!("Endpoint {} created.", created.endpoint.url));
+    page.secret = Some(created.secret);
+    let mut response = render(StatusCode::OK, &page);
+    // The page holds a secret: no cache may keep it.
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
+async fn endpoint_page(
+    state: &AppState,
+    user: &DeskUser,
+    id: Uuid,
+) -> Result<EndpointPage, DeskError> {
+    let tenant = user.0.principal.tenant_id;
+    let endpoint = state
+        .store
+        .webhook_get(tenant, id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let mut deliveries: Vec<DeliveryRow> = state
+        .store
+        .webhook_delivery_log(tenant, id, None, LOG_SHOWN + 1)
+        .await?
+        .ok_or_else(ApiError::not_found)?
+        .into_iter()
+        .map(|d| DeliveryRow {
+            id: d.id,
+            event: d.event,
+            dead: d.status == "DEAD",
+            attempts: format!("{}/{}", d.attempts, d.max_attempts),
+            created: when(d.created_at),
+            settled: match (&d.delivered_at, d.status.as_str()) {
+                (Some(at), _) => format!("delivered {}", when(*at)),
+                (None, "PENDING") => format!("next try {}", when(d.next_attempt_at)),
+                _ => String::new(),
+            },
+            status: d.status,
+            last_error: d.last_error.unwrap_or_default(),
+        })
+        .collect();
+    let more = deliveries.len() as i64 > LOG_SHOWN;
+    deliveries.truncate(LOG_SHOWN as usize);
+    let (endpoint, created_by, disabled) = row(endpoint);
+    Ok(EndpointPage {
+        chrome: Chrome::of(user, "admin"),
+        endpoint,
+        created_by,
+        disabled,
+        deliveries,
+        more,
+        notice: None,
+        problem: None,
+    })
+}
+
+fn endpoint_id(raw: &str) -> Result<Uuid, DeskError> {
+    Ok(raw.parse().map_err(|_| ApiError::not_found())?)
+}
+
+/// `GET /admin/webhooks/{id}`: the endpoint and its newest deliveries.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    user: DeskUser,
+    Path(id): Path<String>,
+) -> Result<Response, DeskError> {
+    admin_only(&user)?;
+    let page = endpoint_page(&state, &user, endpoint_id(&id)?).await?;
+    Ok(render(StatusCode::OK, &page))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /admin/webhooks/{id}/disable`: no delivery to it is attempted again.
+pub(crate) async fn disable(
+    State(state): State<AppState>,
+    user: DeskUser,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, DeskError> {
+    admin_form(&user, &form.csrf)?;
+    let id = endpoint_id(&id)?;
+    state
+        .store
+        .webhook_disable(user.0.principal.tenant_id, id, &user.0.principal.actor())
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let mut page = endpoint_page(&state, &user, id).await?;
+    page.notice = Some("The endpoint is disabled: nothing more is sent to it.".into());
+    Ok(render(StatusCode::OK, &page))
+}
+
+/// `POST /admin/webhooks/{id}/deliveries/{delivery}/requeue`: a DEAD delivery is tried again
+/// with a fresh budget; a refusal (not DEAD any more, endpoint disabled) shows why.
+pub(crate) async fn requeue(
+    State(state): State<AppState>,
+    user: DeskUser,
+    Path((id, delivery)): Path<(String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, DeskError> {
+    admin_form(&user, &form.csrf)?;
+    let id = endpoint_id(&id)?;
+    let delivery = endpoint_id(&delivery)?;
+    let tenant = user.0.principal.tenant_id;
+    let outcome = requeue_delivery(&state, tenant, delivery, &user.0.principal.actor()).await;
+    let (status, notice, problem) = match outcome {
+        Ok(_) => (
+            StatusCode::OK,
+            Some("The delivery is requeued and will be tried again shortly.".to_owned()),
+            None,
+        ),
+        Err(ApiError::Client {
+            status, message, ..
+        }) if status != StatusCode::NOT_FOUND => (status, None, Some(message)),
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = endpoint_page(&state, &user, id).await?;
+    page.notice = notice;
+    page.problem = problem;
+    Ok(render(status, &page))
+}
