@@ -5,7 +5,7 @@ use crate::error::ApiError;
 use crate::password::{generate_password, hash_password};
 use crate::state::AppState;
 use crate::ui::cases::when;
-use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::page::{render, Chrome, CsrfOnly, DeskError};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
@@ -179,12 +179,6 @@ pub(crate) async fn create_user(
         .into()),
         Err(UserError::Store(e)) => Err(e.into()),
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct CsrfOnly {
-    #[serde(default)]
-    csrf: String,
 }
 
 /// `POST /admin/users/{id}/disable`: their sessions end at once.

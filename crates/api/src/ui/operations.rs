@@ -6,7 +6,7 @@ use crate::routes::ops::ScrapeCache;
 use crate::state::AppState;
 use crate::ui::cases::when;
 use crate::ui::chart::{spark, Spark};
-use crate::ui::page::{age, render, Chrome, DeskError};
+use crate::ui::page::{age, render, Chrome, CsrfOnly, DeskError};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Extension, State};
@@ -16,7 +16,6 @@ use axum::Form;
 use chrono::{DateTime, Utc};
 use ironclad_core::role::Role;
 use ironclad_store::pilot::PilotSample;
-use serde::Deserialize;
 use std::time::Duration;
 
 /// An open case idle this long is listed as stuck.
@@ -143,12 +142,6 @@ pub(crate) async fn show(
     page(&state, &scrapes, &user, None).await
 }
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct RequeueForm {
-    #[serde(default)]
-    csrf: String,
-}
-
 /// `POST /operations/requeue`: every dead letter of the tenant starts over with a fresh retry
 /// budget (as `ironclad requeue --dead` does for the whole installation), audited with the
 /// user as actor.
@@ -156,7 +149,7 @@ pub(crate) async fn requeue(
     State(state): State<AppState>,
     Extension(scrapes): Extension<ScrapeCache>,
     user: DeskUser,
-    Form(form): Form<RequeueForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     user.check_csrf(&form.csrf)?;
     user.require(&[Role::Operator, Role::Admin], "requeue dead work")?;

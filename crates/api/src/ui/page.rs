@@ -9,6 +9,24 @@ use axum::response::{Html, IntoResponse, Response};
 use ironclad_core::role::Role;
 
 /// Renders `page` with `status`; a template that cannot render is a logged 500.
+/// A form that carries nothing but its CSRF token (a button).
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct CsrfOnly {
+    #[serde(default)]
+    pub csrf: String,
+}
+
+/// A client error's status and message, for a form to show on its own page again (what was
+/// refused and why, with what the person typed); anything else stays an error page.
+pub(crate) fn refusal(error: ApiError) -> Result<(StatusCode, String), DeskError> {
+    match error {
+        ApiError::Client {
+            status, message, ..
+        } => Ok((status, message)),
+        other => Err(other.into()),
+    }
+}
+
 pub(crate) fn render(status: StatusCode, page: &impl Template) -> Response {
     match page.render() {
         Ok(html) => {

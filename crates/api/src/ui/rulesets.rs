@@ -7,7 +7,7 @@ use crate::routes::rulesets::{activate_checked, check_ruleset, diff_base, find_r
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;
-use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::page::{refusal, render, Chrome, DeskError};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
@@ -256,9 +256,9 @@ pub(crate) async fn activate(
             ));
             Ok(render(StatusCode::OK, &page))
         }
-        Err(ApiError::Client {
-            status, message, ..
-        }) => {
+        Err(e) if e.status() == StatusCode::NOT_FOUND => Err(e.into()),
+        Err(e) => {
+            let (status, message) = refusal(e)?;
             // Read again: a refusal for "not a DRAFT" means someone else changed it.
             let current = find_ruleset(&state, tenant, &id).await?;
             let mut page = detail(&state, &user, current).await?;
@@ -266,6 +266,5 @@ pub(crate) async fn activate(
             page.typed_comment = comment.to_owned();
             Ok(render(status, &page))
         }
-        Err(e) => Err(e.into()),
     }
 }

@@ -7,7 +7,7 @@ use crate::routes::webhooks::{checked_endpoint, requeue_delivery};
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;
-use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::page::{refusal, render, Chrome, CsrfOnly, DeskError};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
@@ -130,16 +130,14 @@ pub(crate) async fn create(
     let checked = checked_endpoint(&state, form.url.trim(), Some(&form.description));
     let (url, description) = match checked {
         Ok(ok) => ok,
-        Err(ApiError::Client {
-            status, message, ..
-        }) => {
+        Err(e) => {
+            let (status, message) = refusal(e)?;
             let mut page = list_page(&state, &user).await?;
             page.problem = Some(message);
             page.typed_url = form.url;
             page.typed_description = form.description;
             return Ok(render(status, &page));
         }
-        Err(e) => return Err(e.into()),
     };
     let created = state
         .store
@@ -224,18 +222,12 @@ pub(crate) async fn show(
     Ok(render(StatusCode::OK, &page))
 }
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
 /// `POST /admin/webhooks/{id}/disable`: no delivery to it is attempted again.
 pub(crate) async fn disable(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let id = endpoint_id(&id)?;
@@ -255,7 +247,7 @@ pub(crate) async fn requeue(
     State(state): State<AppState>,
     user: DeskUser,
     Path((id, delivery)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let id = endpoint_id(&id)?;
@@ -268,10 +260,11 @@ pub(crate) async fn requeue(
             Some("The delivery is requeued and will be tried again shortly.".to_owned()),
             None,
         ),
-        Err(ApiError::Client {
-            status, message, ..
-        }) if status != StatusCode::NOT_FOUND => (status, None, Some(message)),
-        Err(e) => return Err(e.into()),
+        Err(e) if e.status() == StatusCode::NOT_FOUND => return Err(e.into()),
+        Err(e) => {
+            let (status, message) = refusal(e)?;
+            (status, None, Some(message))
+        }
     };
     let mut page = endpoint_page(&state, &user, id).await?;
     page.notice = notice;
