@@ -332,12 +332,29 @@ async fn journey(server: &Server, b: &mut Browser, files: &[PathBuf]) -> anyhow:
     b.client.goto(&server.url("/queue")).await?;
     assert!(b.text_of("#queue").await?.contains("BROWSER-05"));
     b.shot("queue").await?;
+    // The operations page charts what `ironclad all`'s reconciler sampled since it started.
     b.client.goto(&server.url("/operations")).await?;
     assert_eq!(b.text_of("h1").await?, "Operations");
+    for chart in [
+        "outbox_age",
+        "retries",
+        "pending_age",
+        "failures",
+        "review_wait",
+    ] {
+        b.client
+            .find(Locator::Css(&format!("svg[data-chart=\"{chart}\"]")))
+            .await
+            .map_err(|e| anyhow::anyhow!("no {chart} chart: {e}"))?;
+    }
     b.shot("operations").await?;
     b.client.goto(&server.url("/admin")).await?;
     assert!(b.text_of("main").await?.contains(REVIEWER));
     b.shot("admin").await?;
+    b.client.goto(&server.url("/admin/rulesets")).await?;
+    assert_eq!(b.text_of("h1").await?, "Rulesets");
+    b.client.goto(&server.url("/admin/webhooks")).await?;
+    assert_eq!(b.text_of("h1").await?, "Webhooks");
     b.client.goto(case_url.as_str()).await?;
 
     // Open a failed rule: its values side by side, its boxes over the page.
@@ -352,9 +369,13 @@ async fn journey(server: &Server, b: &mut Browser, files: &[PathBuf]) -> anyhow:
         rows.len() >= 2,
         "a failed comparison shows its values side by side"
     );
-    // The page images load (each is rendered once on the server, then cached).
-    let loaded = r#"return Array.from(document.querySelectorAll('figure.page img'))
-        .map(i => ({complete: i.complete, w: i.naturalWidth, src: i.currentSrc}));"#;
+    // The page images load as a person scrolls to them (lazily: each rendered once on the
+    // server, then cached); then the view goes back to the rule's lit box.
+    let loaded = r#"const imgs = Array.from(document.querySelectorAll('figure.page img'));
+        const next = imgs.find(i => !(i.complete && i.naturalWidth > 0));
+        if (next) next.scrollIntoView({block: 'center'});
+        else document.querySelector('rect.lit')?.scrollIntoView({block: 'center'});
+        return imgs.map(i => ({complete: i.complete, w: i.naturalWidth, src: i.currentSrc}));"#;
     let all_loaded = |v: &Value| {
         v.as_array()
             .is_some_and(|imgs| imgs.iter().all(|i| i["w"].as_u64().unwrap_or(0) > 0))
@@ -366,6 +387,7 @@ async fn journey(server: &Server, b: &mut Browser, files: &[PathBuf]) -> anyhow:
         states = b.client.execute(loaded, vec![]).await?;
     }
     assert!(all_loaded(&states), "page images did not load: {states}");
+    b.client.execute(loaded, vec![]).await?; // back to the lit box
     tokio::time::sleep(Duration::from_millis(800)).await; // smooth scroll
     b.shot("rule-opened").await?;
     let geometry = b
@@ -511,7 +533,13 @@ async fn journey(server: &Server, b: &mut Browser, files: &[PathBuf]) -> anyhow:
     b.sign_in(server, REVIEWER).await?;
     let nav = b.text_of("header nav").await?;
     assert!(!nav.contains("Admin") && !nav.contains("Upload"), "{nav}");
-    for page in ["/admin", "/upload", "/operations"] {
+    for page in [
+        "/admin",
+        "/admin/rulesets",
+        "/admin/webhooks",
+        "/upload",
+        "/operations",
+    ] {
         b.client.goto(&server.url(page)).await?;
         let heading = b.text_of("h1").await?;
         assert!(heading.starts_with("403"), "{page}: {heading}");

@@ -43,6 +43,8 @@ struct Measure {
 struct Chart {
     path: String,
     peak: String,
+    /// How many minutes were sampled in the window (a new installation has few).
+    samples: usize,
     width: f64,
     height: f64,
 }
@@ -114,12 +116,20 @@ impl Series {
 
     fn chart(self, samples: &[PilotSample], now: DateTime<Utc>) -> Option<Chart> {
         let points: Vec<_> = samples.iter().map(|s| (s.minute, self.value(s))).collect();
-        spark(&points, now, HISTORY).map(|Spark { path, peak, .. }| Chart {
-            path,
-            peak: self.label(peak),
-            width: crate::ui::chart::WIDTH,
-            height: crate::ui::chart::HEIGHT,
-        })
+        spark(&points, now, HISTORY).map(
+            |Spark {
+                 path,
+                 peak,
+                 samples,
+                 ..
+             }| Chart {
+                path,
+                peak: self.label(peak),
+                samples,
+                width: crate::ui::chart::WIDTH,
+                height: crate::ui::chart::HEIGHT,
+            },
+        )
     }
 }
 
