@@ -124,6 +124,30 @@ struct Browser {
     _driver: Child,
     shots: PathBuf,
     step: u32,
+    /// axe-core's script, when installed: every screenshotted page is audited with it.
+    axe: Option<String>,
+    /// What the audits found, per page: the test fails on any.
+    violations: Vec<String>,
+}
+
+/// Where `scripts/test` installs axe-core in CI (npm), or `IRONCLAD_AXE_JS`.
+fn axe_script() -> anyhow::Result<Option<String>> {
+    let path = std::env::var_os("IRONCLAD_AXE_JS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/axe/node_modules/axe-core/axe.min.js")
+        });
+    if path.exists() {
+        return Ok(Some(std::fs::read_to_string(&path)?));
+    }
+    anyhow::ensure!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI audits the desk with axe-core: {} is missing (scripts/test installs it with npm)",
+        path.display()
+    );
+    eprintln!("no accessibility audit: {} is missing", path.display());
+    Ok(None)
 }
 
 impl Browser {
@@ -165,6 +189,8 @@ impl Browser {
             _driver: driver,
             shots,
             step: 0,
+            axe: axe_script()?,
+            violations: Vec::new(),
         })
     }
 
@@ -173,7 +199,35 @@ impl Browser {
         self.step += 1;
         let path = self.shots.join(format!("{:02}-{name}.png", self.step));
         std::fs::write(&path, self.client.screenshot().await?)?;
+        self.audit(name).await?;
         Ok(path)
+    }
+
+    /// Runs axe-core's WCAG 2 A/AA rules on the page (when installed) and keeps what fails.
+    async fn audit(&mut self, name: &str) -> anyhow::Result<()> {
+        let Some(axe) = &self.axe else {
+            return Ok(());
+        };
+        // Injected through WebDriver, which the page's CSP does not govern.
+        self.client
+            .execute(&format!("{axe}; return true;"), vec![])
+            .await?;
+        let found = self
+            .client
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                   axe.run(document, {runOnly: ['wcag2a', 'wcag2aa']})
+                     .then(r => done(r.violations.map(v =>
+                       `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map(n => n.target.join(' ')).join(', ')}`)))
+                     .catch(e => done([`axe failed: ${e}`]));"#,
+                vec![],
+            )
+            .await?;
+        for v in found.as_array().into_iter().flatten() {
+            self.violations
+                .push(format!("{name}: {}", v.as_str().unwrap_or_default()));
+        }
+        Ok(())
     }
 
     async fn text_of(&self, css: &str) -> anyhow::Result<String> {
@@ -266,7 +320,13 @@ async fn a_reviewer_resolves_a_blocked_dossier_in_the_browser() -> anyhow::Resul
     let result = journey(&server, &mut b, &files).await;
     eprintln!("screenshots: {}", b.shots.display());
     b.client.clone().close().await?;
-    result
+    result?;
+    anyhow::ensure!(
+        b.violations.is_empty(),
+        "accessibility (axe-core, WCAG 2 A/AA):\n{}",
+        b.violations.join("\n")
+    );
+    Ok(())
 }
 
 async fn journey(server: &Server, b: &mut Browser, files: &[PathBuf]) -> anyhow::Result<()> {
