@@ -31,6 +31,9 @@ struct Server {
     base: String,
     db: TestDb,
     _blobs: tempfile::TempDir,
+    /// Everything `ironclad all` printed, at debug level: checked for secrets at the end.
+    log: PathBuf,
+    _logs: tempfile::TempDir,
 }
 
 impl Server {
@@ -51,16 +54,24 @@ impl Server {
         let blobs = tempfile::tempdir()?;
         let port = free_port()?;
         let listen = format!("127.0.0.1:{port}");
+        // Its own log (next to the blobs, gone with them), as verbose as an operator
+        // debugging would make it: no password, session or token may appear in it.
+        let logs = tempfile::tempdir()?;
+        let log = logs.path().join("ironclad.log");
+        let out = std::fs::File::create(&log)?;
         let child = Self::command(&db, blobs.path(), &["all"])
             .env("IRONCLAD_LISTEN", &listen)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .env("RUST_LOG", "debug,h2=info,hyper=info,hyper_util=info")
+            .stdout(Stdio::from(out.try_clone()?))
+            .stderr(Stdio::from(out))
             .spawn()?;
         let server = Self {
             child,
             base: format!("http://{listen}"),
             db,
             _blobs: blobs,
+            log,
+            _logs: logs,
         };
         let ready = format!("{}/readyz", server.base);
         wait_until("the server is ready", Duration::from_secs(60), || {
@@ -121,6 +132,8 @@ impl Server {
 /// ChromeDriver on a free port, and a headless Chromium session through it.
 struct Browser {
     client: Client,
+    /// Every session cookie and CSRF token the journey was given: none may reach the log.
+    secrets: Vec<String>,
     _driver: Child,
     shots: PathBuf,
     step: u32,
@@ -189,6 +202,7 @@ impl Browser {
             _driver: driver,
             shots,
             step: 0,
+            secrets: Vec::new(),
             axe: axe_script()?,
             violations: Vec::new(),
         })
@@ -234,7 +248,7 @@ impl Browser {
         Ok(self.client.find(Locator::Css(css)).await?.text().await?)
     }
 
-    async fn sign_in(&self, server: &Server, email: &str) -> anyhow::Result<()> {
+    async fn sign_in(&mut self, server: &Server, email: &str) -> anyhow::Result<()> {
         self.client.goto(&server.url("/")).await?;
         let url = self.client.current_url().await?;
         anyhow::ensure!(url.path() == "/login", "not sent to sign in: {url}");
@@ -257,6 +271,16 @@ impl Browser {
             .wait()
             .for_element(Locator::Css("header.top"))
             .await?;
+        let cookie = self.client.get_named_cookie("ironclad_session").await?;
+        self.secrets.push(cookie.value().to_owned());
+        let csrf = self
+            .client
+            .find(Locator::Css("input[name=csrf]"))
+            .await?
+            .attr("value")
+            .await?
+            .unwrap_or_default();
+        self.secrets.push(csrf);
         Ok(())
     }
 
@@ -321,6 +345,17 @@ async fn a_reviewer_resolves_a_blocked_dossier_in_the_browser() -> anyhow::Resul
     eprintln!("screenshots: {}", b.shots.display());
     b.client.clone().close().await?;
     result?;
+    // The server's own log: busy (the whole journey is in it), and without a secret.
+    let log = std::fs::read_to_string(&server.log)?;
+    anyhow::ensure!(
+        log.lines().count() > 50 && log.contains("\"uri\":\"/login\""),
+        "the server logged almost nothing ({} lines)",
+        log.lines().count()
+    );
+    for secret in b.secrets.iter().map(String::as_str).chain([PASSWORD]) {
+        anyhow::ensure!(secret.len() >= 16, "a secret too short to search for");
+        anyhow::ensure!(!log.contains(secret), "the server's log holds a secret");
+    }
     anyhow::ensure!(
         b.violations.is_empty(),
         "accessibility (axe-core, WCAG 2 A/AA):\n{}",
