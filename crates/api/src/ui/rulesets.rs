@@ -10,7 +10,7 @@ use crate::ui::cases::when;
 use crate::ui::page::{refusal, render, Chrome, DeskError};
 use crate::ui::session::DeskUser;
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Form;
@@ -80,11 +80,15 @@ struct DetailPage {
     created_by: String,
     activated: Option<String>,
     comment: Option<String>,
-    /// `Some(n)`: valid with n rules; `None`: see `issues`.
-    valid_rules: Option<usize>,
+    /// `Some("3 rules")`: valid; `None`: see `issues`.
+    valid_rules: Option<String>,
     issues: Vec<Issue>,
     /// What it is compared with, e.g. "version 2 (ACTIVE)"; `None` for a first version.
     base: Option<String>,
+    /// The workflow's other versions, for the comparison picker.
+    versions: Vec<Version>,
+    /// Whether the comparison is the one picked (`?against=`) rather than the default.
+    compared_by_choice: bool,
     added: Vec<String>,
     removed: Vec<String>,
     changed: Vec<Change>,
@@ -139,14 +143,26 @@ pub(crate) async fn list(
     ))
 }
 
+/// Another version of the same workflow, offered to compare with.
+struct Version {
+    id: uuid::Uuid,
+    label: String,
+    selected: bool,
+}
+
 async fn detail(
     state: &AppState,
     user: &DeskUser,
     row: RulesetRow,
+    against: Option<&str>,
 ) -> Result<DetailPage, DeskError> {
     let tenant = user.0.principal.tenant_id.0;
     let (valid_rules, issues) = match check_ruleset(state, &row).await {
-        Ok(Ok(compiled)) => (Some(compiled.rules.len()), Vec::new()),
+        Ok(Ok(compiled)) => {
+            let n = compiled.rules.len();
+            let noun = if n == 1 { "rule" } else { "rules" };
+            (Some(format!("{n} {noun}")), Vec::new())
+        }
         Ok(Err(issues)) => (
             None,
             issues
@@ -167,7 +183,24 @@ async fn detail(
         ),
         Err(e) => return Err(e.into()),
     };
-    let base = diff_base(state, tenant, &row).await?;
+    let against = against.filter(|a| !a.is_empty());
+    let compared_by_choice = against.is_some();
+    let base = match against {
+        Some(other) => Some(find_ruleset(state, tenant, other).await?),
+        None => diff_base(state, tenant, &row).await?,
+    };
+    let versions = state
+        .store
+        .list_rulesets(tenant, Some(&row.workflow))
+        .await?
+        .into_iter()
+        .filter(|v| v.id != row.id)
+        .map(|v| Version {
+            id: v.id,
+            selected: compared_by_choice && base.as_ref().is_some_and(|b| b.id == v.id),
+            label: format!("version {} ({})", v.version, v.status),
+        })
+        .collect();
     let empty = serde_json::json!({"rules": []});
     let diff = case_rules::diff(base.as_ref().map_or(&empty, |b| &b.spec), &row.spec);
     Ok(DetailPage {
@@ -186,6 +219,8 @@ async fn detail(
         valid_rules,
         issues,
         base: base.map(|b| format!("version {} ({})", b.version, b.status)),
+        versions,
+        compared_by_choice,
         added: diff.added.iter().map(rule_id).collect(),
         removed: diff.removed.iter().map(rule_id).collect(),
         changed: diff
@@ -215,15 +250,23 @@ async fn detail(
     })
 }
 
-/// `GET /admin/rulesets/{id}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ShowParams {
+    against: Option<String>,
+}
+
+/// `GET /admin/rulesets/{id}[?against=<id>]`: compared with `against` (another of the
+/// tenant's rulesets), else with the version it would replace.
 pub(crate) async fn show(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
+    Query(params): Query<ShowParams>,
 ) -> Result<Response, DeskError> {
     admin_only(&user)?;
     let row = find_ruleset(&state, user.0.principal.tenant_id.0, &id).await?;
-    Ok(render(StatusCode::OK, &detail(&state, &user, row).await?))
+    let page = detail(&state, &user, row, params.against.as_deref()).await?;
+    Ok(render(StatusCode::OK, &page))
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,7 +291,7 @@ pub(crate) async fn activate(
     let comment = form.comment.trim();
     match activate_checked(&state, tenant, &row, &user.0.principal.actor(), comment).await {
         Ok(active) => {
-            let mut page = detail(&state, &user, active).await?;
+            let mut page = detail(&state, &user, active, None).await?;
             page.notice = Some(format!(
                 "Version {} of {} is active; the previous one is retired. Decided cases keep \
                  their decisions until re-evaluated.",
@@ -261,7 +304,7 @@ pub(crate) async fn activate(
             let (status, message) = refusal(e)?;
             // Read again: a refusal for "not a DRAFT" means someone else changed it.
             let current = find_ruleset(&state, tenant, &id).await?;
-            let mut page = detail(&state, &user, current).await?;
+            let mut page = detail(&state, &user, current, None).await?;
             page.problem = Some(message);
             page.typed_comment = comment.to_owned();
             Ok(render(status, &page))

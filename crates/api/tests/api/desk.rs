@@ -940,6 +940,33 @@ async fn admins_check_compare_and_activate_rulesets_from_the_desk() -> anyhow::R
         !again.text().contains("id=\"activate\""),
         "no form on an ACTIVE version"
     );
+
+    // Any two versions compare: version 1 against version 2 (the picker shows it chosen); an
+    // id that is not a ruleset of ours is a 404.
+    let picked = app
+        .page(&admin.cookie, &format!("/admin/rulesets/{v1}?against={v2}"))
+        .await?;
+    assert_eq!(picked.status, StatusCode::OK);
+    assert!(
+        picked.text().contains("against version 2 (DRAFT)"),
+        "{}",
+        picked.text()
+    );
+    assert!(picked
+        .text()
+        .contains("<code class=\"removed\">ghost</code>"));
+    assert!(picked
+        .text()
+        .contains(&format!("<option value=\"{v2}\" selected>")));
+    for against in ["nonsense", "00000000-0000-0000-0000-000000000000"] {
+        let answer = app
+            .page(
+                &admin.cookie,
+                &format!("/admin/rulesets/{v1}?against={against}"),
+            )
+            .await?;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{against}");
+    }
     app.stop().await;
     Ok(())
 }
