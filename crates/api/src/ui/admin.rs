@@ -5,13 +5,12 @@ use crate::error::ApiError;
 use crate::password::{generate_password, hash_password};
 use crate::state::AppState;
 use crate::ui::cases::when;
-use crate::ui::page::{render, Chrome, CsrfOnly, DeskError};
+use crate::ui::page::{render, Chrome, CsrfOnly, DeskError, DeskForm};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Form;
 use ironclad_core::role::Role;
 use ironclad_store::users::UserError;
 use serde::Deserialize;
@@ -139,7 +138,7 @@ fn role_of(text: &str) -> Result<Role, DeskError> {
 pub(crate) async fn create_user(
     State(state): State<AppState>,
     user: DeskUser,
-    Form(form): Form<NewUserForm>,
+    DeskForm(form): DeskForm<NewUserForm>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let role = role_of(&form.role)?;
@@ -186,7 +185,7 @@ pub(crate) async fn disable_user(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    DeskForm(form): DeskForm<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     let id = admin_form_on(&user, &form.csrf, &id)?;
     if id == user.0.principal.key_id {
@@ -220,7 +219,7 @@ pub(crate) struct NewKeyForm {
 pub(crate) async fn create_key(
     State(state): State<AppState>,
     user: DeskUser,
-    Form(form): Form<NewKeyForm>,
+    DeskForm(form): DeskForm<NewKeyForm>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let role = role_of(&form.role)?;
@@ -240,7 +239,7 @@ pub(crate) async fn revoke_key(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    DeskForm(form): DeskForm<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     let id = admin_form_on(&user, &form.csrf, &id)?;
     let revoked = state

@@ -5,13 +5,12 @@ use crate::error::ApiError;
 use crate::routes::decisions::{action_error, check_text, resolve_review, MAX_COMMENT_CHARS};
 use crate::state::AppState;
 use crate::ui::cases::when;
-use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::page::{render, Chrome, DeskError, DeskForm, DeskQuery};
 use crate::ui::session::DeskUser;
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use ironclad_core::page::BBox;
 use ironclad_core::review::ReviewAction;
 use ironclad_core::role::Role;
@@ -477,7 +476,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Query(params): Query<ShowParams>,
+    DeskQuery(params): DeskQuery<ShowParams>,
 ) -> Result<Response, DeskError> {
     let mut page = load(&state, &user, &id).await?;
     page.notice = match params.done.as_deref() {
@@ -567,7 +566,7 @@ pub(crate) async fn review(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<ReviewForm>,
+    DeskForm(form): DeskForm<ReviewForm>,
 ) -> Result<Response, DeskError> {
     user.check_csrf(&form.csrf)?;
     user.require(&[Role::Reviewer, Role::Admin], "resolve reviews")?;
@@ -607,7 +606,7 @@ pub(crate) async fn reprocess(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<ReprocessForm>,
+    DeskForm(form): DeskForm<ReprocessForm>,
 ) -> Result<Response, DeskError> {
     user.check_csrf(&form.csrf)?;
     user.require(&[Role::Operator, Role::Admin], "reprocess cases")?;

@@ -2,10 +2,10 @@
 //! upload page.
 
 use crate::state::AppState;
-use crate::ui::page::{render, Chrome, DeskError};
+use crate::ui::page::{render, Chrome, DeskError, DeskQuery};
 use crate::ui::session::DeskUser;
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -98,7 +98,7 @@ fn row(c: CaseSummary) -> Row {
 pub(crate) async fn list(
     State(state): State<AppState>,
     user: DeskUser,
-    Query(p): Query<ListParams>,
+    DeskQuery(p): DeskQuery<ListParams>,
 ) -> Result<Response, DeskError> {
     let tenant = user.0.principal.tenant_id;
     let status = match p.status.as_deref().filter(|s| !s.is_empty()) {

@@ -6,13 +6,12 @@ use crate::routes::ops::ScrapeCache;
 use crate::state::AppState;
 use crate::ui::cases::when;
 use crate::ui::chart::{spark, Spark};
-use crate::ui::page::{age, render, Chrome, CsrfOnly, DeskError};
+use crate::ui::page::{age, render, Chrome, CsrfOnly, DeskError, DeskForm};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Form;
 use chrono::{DateTime, Utc};
 use ironclad_core::role::Role;
 use ironclad_store::pilot::PilotSample;
@@ -159,7 +158,7 @@ pub(crate) async fn requeue(
     State(state): State<AppState>,
     Extension(scrapes): Extension<ScrapeCache>,
     user: DeskUser,
-    Form(form): Form<CsrfOnly>,
+    DeskForm(form): DeskForm<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     user.check_csrf(&form.csrf)?;
     user.require(&[Role::Operator, Role::Admin], "requeue dead work")?;

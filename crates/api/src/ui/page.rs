@@ -96,6 +96,29 @@ impl From<ApiError> for DeskError {
     }
 }
 
+impl From<axum::extract::rejection::QueryRejection> for DeskError {
+    fn from(e: axum::extract::rejection::QueryRejection) -> Self {
+        Self(ApiError::bad_request("invalid_query", e.body_text()))
+    }
+}
+
+impl From<axum::extract::rejection::FormRejection> for DeskError {
+    fn from(e: axum::extract::rejection::FormRejection) -> Self {
+        Self(ApiError::client(e.status(), "invalid_form", e.body_text()))
+    }
+}
+
+/// A desk page's query string: one that cannot be read is an HTML 400 like any desk error
+/// (axum's own answer would be plain text).
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(DeskError))]
+pub(crate) struct DeskQuery<T>(pub T);
+
+/// A desk form's body: a wrong type or a field that cannot be read is an HTML error page.
+#[derive(axum::extract::FromRequest)]
+#[from_request(via(axum::Form), rejection(DeskError))]
+pub(crate) struct DeskForm<T>(pub T);
+
 impl From<ironclad_store::StoreError> for DeskError {
     fn from(e: ironclad_store::StoreError) -> Self {
         Self(e.into())

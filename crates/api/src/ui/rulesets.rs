@@ -7,13 +7,12 @@ use crate::routes::rulesets::{activate_checked, check_ruleset, diff_base, find_r
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;
-use crate::ui::page::{refusal, render, Chrome, DeskError};
+use crate::ui::page::{refusal, render, Chrome, DeskError, DeskForm, DeskQuery};
 use crate::ui::session::DeskUser;
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Form;
 use ironclad_documents::rules as case_rules;
 use ironclad_store::rulesets::RulesetRow;
 use serde::Deserialize;
@@ -261,7 +260,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Query(params): Query<ShowParams>,
+    DeskQuery(params): DeskQuery<ShowParams>,
 ) -> Result<Response, DeskError> {
     admin_only(&user)?;
     let row = find_ruleset(&state, user.0.principal.tenant_id.0, &id).await?;
@@ -283,7 +282,7 @@ pub(crate) async fn activate(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<ActivateForm>,
+    DeskForm(form): DeskForm<ActivateForm>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let tenant = user.0.principal.tenant_id.0;

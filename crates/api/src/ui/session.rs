@@ -11,12 +11,12 @@ use crate::error::ApiError;
 use crate::password;
 use crate::state::AppState;
 use crate::throttle::RateLimiters;
-use crate::ui::page::{render, DeskError};
-use axum::extract::{ConnectInfo, FromRequestParts, Query, State};
+use crate::ui::page::{render, DeskError, DeskForm, DeskQuery};
+use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Form};
+use axum::Extension;
 use ironclad_store::users::Session;
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
@@ -180,7 +180,7 @@ pub(crate) struct NextParam {
 }
 
 /// `GET /login`
-pub(crate) async fn login_page(Query(q): Query<NextParam>) -> Response {
+pub(crate) async fn login_page(DeskQuery(q): DeskQuery<NextParam>) -> Response {
     let next = q.next.as_deref().filter(|n| safe_next(n)).unwrap_or("/");
     render(
         StatusCode::OK,
@@ -212,7 +212,7 @@ pub(crate) async fn login(
     Extension(limiters): Extension<RateLimiters>,
     PeerAddress(peer): PeerAddress,
     headers: HeaderMap,
-    Form(form): Form<LoginForm>,
+    DeskForm(form): DeskForm<LoginForm>,
 ) -> Response {
     let next = if safe_next(&form.next) {
         form.next.as_str()
@@ -314,7 +314,7 @@ pub(crate) async fn logout(
     State(state): State<AppState>,
     user: DeskUser,
     headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
+    DeskForm(form): DeskForm<CsrfForm>,
 ) -> Result<Response, DeskError> {
     user.check_csrf(&form.csrf)?;
     if let Some(token) = cookie(&headers, SESSION_COOKIE) {

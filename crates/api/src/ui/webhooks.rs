@@ -7,13 +7,12 @@ use crate::routes::webhooks::{checked_endpoint, requeue_delivery};
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;
-use crate::ui::page::{refusal, render, Chrome, CsrfOnly, DeskError};
+use crate::ui::page::{refusal, render, Chrome, CsrfOnly, DeskError, DeskForm};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Form;
 use ironclad_store::webhooks::MAX_DESCRIPTION_LEN;
 use serde::Deserialize;
 use uuid::Uuid;
@@ -124,7 +123,7 @@ pub(crate) struct CreateForm {
 pub(crate) async fn create(
     State(state): State<AppState>,
     user: DeskUser,
-    Form(form): Form<CreateForm>,
+    DeskForm(form): DeskForm<CreateForm>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let checked = checked_endpoint(&state, form.url.trim(), Some(&form.description));
@@ -227,7 +226,7 @@ pub(crate) async fn disable(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    DeskForm(form): DeskForm<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let id = endpoint_id(&id)?;
@@ -247,7 +246,7 @@ pub(crate) async fn requeue(
     State(state): State<AppState>,
     user: DeskUser,
     Path((id, delivery)): Path<(String, String)>,
-    Form(form): Form<CsrfOnly>,
+    DeskForm(form): DeskForm<CsrfOnly>,
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let id = endpoint_id(&id)?;

@@ -1136,3 +1136,46 @@ async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> a
     app.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn unreadable_queries_and_forms_get_the_desks_error_page() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    app.user(app.tenant, "admin@example.com", Role::Admin)
+        .await?;
+    let admin = app.sign_in("admin@example.com").await?;
+    let html = |a: &Answer| {
+        a.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html"))
+    };
+    for path in ["/?status=READY&status=BLOCKED", "/login?next=a&next=b"] {
+        let answer = app.page(&admin.cookie, path).await?;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{path}");
+        assert!(html(&answer), "{path}: {:?}", answer.header("content-type"));
+        assert!(
+            answer.text().contains("data-code=\"invalid_query\""),
+            "{path}"
+        );
+    }
+    // A form sent as JSON: 415 as a page, and no user made.
+    let answer = Answer::read(
+        browser()?
+            .post(app.url("/admin/users"))
+            .header("cookie", &admin.cookie)
+            .json(
+                &serde_json::json!({"csrf": admin.csrf, "email": "x@example.com", "role": "admin"}),
+            )
+            .send()
+            .await?,
+    )
+    .await?;
+    assert_eq!(answer.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(html(&answer));
+    assert!(answer.text().contains("data-code=\"invalid_form\""));
+    assert_eq!(
+        app.count("SELECT count(*) FROM users WHERE email = 'x@example.com'")
+            .await?,
+        0
+    );
+    app.stop().await;
+    Ok(())
+}
