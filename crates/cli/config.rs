@@ -95,6 +95,15 @@ pub struct Connections {
     /// TCP keepalive idle time on the server's side of every connection.
     #[arg(long, env = "IRONCLAD_DB_KEEPALIVE", default_value = "30s", value_parser = parse_duration, global = true)]
     pub db_keepalive: Duration,
+    /// PgBouncer in front of PostgreSQL: `transaction` for its `pool_mode = transaction`
+    /// (no session settings, no cached prepared statements, every statement in a transaction);
+    /// `off` talks to PostgreSQL as to itself. See docs/pgbouncer.md.
+    #[arg(long, env = "IRONCLAD_PGBOUNCER", default_value = "off", global = true)]
+    pub pgbouncer: ironclad_store::Pooler,
+    /// PostgreSQL URL migrations use instead of DATABASE_URL: PostgreSQL itself (or a
+    /// session-mode pool). Required with IRONCLAD_PGBOUNCER=transaction.
+    #[arg(long, env = "IRONCLAD_MIGRATE_DATABASE_URL", global = true)]
+    pub migrate_database_url: Option<String>,
 }
 
 impl Connections {
@@ -108,6 +117,54 @@ impl Connections {
             lock_timeout: self.db_lock_timeout,
             idle_in_transaction_timeout: self.db_idle_in_transaction_timeout,
             keepalive_idle: self.db_keepalive,
+            pooler: self.pgbouncer,
+            migrate_url: self.migrate_database_url.clone(),
+        }
+    }
+}
+
+/// Where the blob store is: a local directory, or S3-compatible object storage shared by hosts.
+#[derive(Debug, Clone, Args)]
+pub struct BlobLocation {
+    /// Directory of the content-addressed blob store; with `--blob-url s3://…`, the staging
+    /// area of uploads and the cache of verified downloads.
+    #[arg(long, env = "IRONCLAD_BLOB_DIR", default_value = ".state/blobs")]
+    pub blob_dir: PathBuf,
+    /// Where the bytes live: `file:///path` or `s3://bucket/prefix` (credentials, region and
+    /// endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL,
+    /// AWS_ALLOW_HTTP). Unset: the directory --blob-dir.
+    #[arg(long, env = "IRONCLAD_BLOB_URL")]
+    pub blob_url: Option<String>,
+    /// How long an object store request may keep retrying before it fails (an upload that
+    /// cannot finish within it makes intake answer 503).
+    #[arg(long, env = "IRONCLAD_BLOB_RETRY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub blob_retry_timeout: Duration,
+}
+
+impl BlobLocation {
+    /// Opens the store (creating the local directory), without contacting an object store.
+    pub fn open(&self) -> anyhow::Result<ironclad_blobs::BlobStore> {
+        std::fs::create_dir_all(&self.blob_dir)
+            .with_context(|| format!("creating blob directory {}", self.blob_dir.display()))?;
+        let store = match &self.blob_url {
+            None => ironclad_blobs::BlobStore::open(&self.blob_dir),
+            Some(url) => ironclad_blobs::BlobStore::open_url(
+                url,
+                &self.blob_dir,
+                ironclad_blobs::RemoteSettings {
+                    retry_timeout: self.blob_retry_timeout,
+                    ..Default::default()
+                },
+            ),
+        };
+        store.with_context(|| format!("opening blob store {}", self.describe()))
+    }
+
+    /// The URL if set, else the directory.
+    pub fn describe(&self) -> String {
+        match &self.blob_url {
+            Some(url) => url.clone(),
+            None => self.blob_dir.display().to_string(),
         }
     }
 }
@@ -118,9 +175,9 @@ pub struct RoleSettings {
     /// Address the HTTP API listens on.
     #[arg(long, env = "IRONCLAD_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Directory of the content-addressed blob store.
-    #[arg(long, env = "IRONCLAD_BLOB_DIR", default_value = ".state/blobs")]
-    pub blob_dir: PathBuf,
+    /// Where uploaded bytes are stored.
+    #[command(flatten)]
+    pub blobs: BlobLocation,
     /// Document processor, by name: `reading` (text layer + Tesseract OCR + workflow
     /// extraction), `openai` (an OpenAI-compatible model, values verified on the page),
     /// `stand-in` (verifies and counts pages only), or a test processor such as `test:sleep=5s`.

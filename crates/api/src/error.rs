@@ -179,7 +179,19 @@ impl From<Arc<StoreError>> for ApiError {
 }
 
 impl From<BlobError> for ApiError {
+    /// An object store that does not answer (after its client's retries) is a 503 the client
+    /// may retry, like an unreachable database; anything else is our fault.
     fn from(err: BlobError) -> Self {
+        if let BlobError::Remote { .. } = err {
+            tracing::warn!(error = %err, "blob store unavailable");
+            return Self::Throttled {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "storage_unavailable",
+                message: "the document store is not answering; try again shortly".into(),
+                retry_after: Duration::from_secs(5),
+                details: Value::Null,
+            };
+        }
         Self::Internal(err.to_string())
     }
 }

@@ -33,6 +33,33 @@ pub enum BlobError {
     /// An earlier `write` on this writer failed, so its hash no longer matches its file.
     #[error("blob writer is unusable after an earlier write error; abort it and start over")]
     WriterFailed,
+    /// `IRONCLAD_BLOB_URL` (or its object store settings) cannot be used.
+    #[error("blob store URL {url:?} cannot be used: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why not.
+        reason: String,
+    },
+    /// The object store refused or could not be reached (after its own retries).
+    #[error("object store error while {action} {key}: {source}")]
+    Remote {
+        /// What the store was doing, e.g. "uploading".
+        action: &'static str,
+        /// The blob (or probe) involved.
+        key: String,
+        /// The client's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The bytes stored under a key are not the ones the key names (size or SHA-256 differ).
+    #[error("blob {key} is damaged in the store: {detail}")]
+    Corrupt {
+        /// The key read.
+        key: String,
+        /// What differed.
+        detail: String,
+    },
     /// The `referenced` callback of a sweep failed; nothing was deleted for that batch.
     #[error("sweep aborted: checking which blobs are referenced failed: {0}")]
     ReferenceCheck(String),
@@ -51,6 +78,9 @@ impl BlobError {
     /// Whether trying again later may succeed (storage I/O, a failed reference query), as
     /// opposed to a request that will fail the same way every time.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Io { .. } | Self::ReferenceCheck(_))
+        matches!(
+            self,
+            Self::Io { .. } | Self::Remote { .. } | Self::ReferenceCheck(_)
+        )
     }
 }

@@ -22,20 +22,28 @@
 //!
 //! The store assumes a POSIX file system (atomic `rename`, hard links, directory fsync, inode
 //! numbers).
+//!
+//! **Several hosts.** Opened with an `s3://bucket/prefix` URL ([`BlobStore::open_url`]), the
+//! bytes live in S3-compatible object storage and the local directory becomes the staging area
+//! of uploads and a verified read cache; see [`remote`](mod@remote) for what changes.
 #![deny(missing_docs)]
 
 pub mod discard;
 mod error;
+pub mod remote;
 pub mod sweep;
 mod trash;
 mod writer;
 
 pub use error::BlobError;
 pub use sweep::SweepReport;
+pub use remote::RemoteSettings;
 pub use writer::{BlobWriter, StoredBlob};
 
+use remote::Remote;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Directory (under the root) holding the blobs themselves.
 const BLOBS_DIR: &str = "sha256";
@@ -46,10 +54,13 @@ const TRASH_DIR: &str = "trash";
 /// Length of a key: `sha256/` + `ab/` + `cd/` + 64 hex digits.
 const KEY_LEN: usize = 7 + 3 + 3 + 64;
 
-/// A content-addressed blob store rooted at one local directory. Cheap to clone.
+/// A content-addressed blob store: one local directory, or S3-compatible object storage with
+/// a local directory for staging and caching. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct BlobStore {
     root: PathBuf,
+    /// Where the bytes really live, when not in `root`.
+    remote: Option<Arc<Remote>>,
 }
 
 impl BlobStore {
@@ -64,17 +75,114 @@ impl BlobStore {
         }
         // Blobs are only as durable as the entries of the directories that hold them.
         writer::sync_dir(&root)?;
-        Ok(Self { root })
+        Ok(Self { root, remote: None })
     }
 
-    /// The directory this store lives in.
+    /// Opens the store a URL names: `file:///path` (a local directory, as [`open`](Self::open))
+    /// or `s3://bucket[/prefix]` (S3-compatible object storage, credentials and endpoint from
+    /// the standard `AWS_*` variables), with `local` as its staging area and read cache. No
+    /// request is made: [`probe`](Self::probe) checks that the store answers.
+    pub fn open_url(
+        url: &str,
+        local: impl Into<PathBuf>,
+        settings: RemoteSettings,
+    ) -> Result<Self, BlobError> {
+        if let Some(path) = url.strip_prefix("file://") {
+            if !path.starts_with('/') {
+                return Err(BlobError::InvalidUrl {
+                    url: url.to_owned(),
+                    reason: "a file URL needs an absolute path (file:///var/lib/ironclad/blobs)"
+                        .into(),
+                });
+            }
+            return Self::open(path);
+        }
+        let remote = Remote::connect(url, settings)?;
+        let mut store = Self::open(local)?;
+        store.remote = Some(Arc::new(remote));
+        Ok(store)
+    }
+
+    /// The directory this store lives in (with an object store: its staging area and cache).
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// Where the bytes live: the object store's `s3://…` URL, or the local directory.
+    pub fn location(&self) -> String {
+        match &self.remote {
+            Some(remote) => remote.url().to_owned(),
+            None => format!("file://{}", self.root.display()),
+        }
+    }
+
+    /// Whether the bytes live in an object store (shared by hosts) rather than on this host.
+    pub fn is_shared(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// Starts a new upload into a uniquely named temporary file.
     pub async fn writer(&self) -> Result<BlobWriter, BlobError> {
-        BlobWriter::create(self.root.clone()).await
+        BlobWriter::create(self.root.clone(), self.remote.clone()).await
+    }
+
+    /// A local file holding the blob `key`, for tools that open files by path (Tesseract,
+    /// `pdftoppm`). With an object store, a blob not yet cached is downloaded and verified
+    /// first (size and SHA-256); a cached one has its mtime refreshed so the cache's sweep
+    /// keeps it while it is in use. Locally it is [`path_of`](Self::path_of).
+    pub async fn local_path(&self, key: &str) -> Result<PathBuf, BlobError> {
+        let path = self.path_of(key)?;
+        let Some(remote) = &self.remote else {
+            return Ok(path);
+        };
+        if let Ok(file) = std::fs::File::open(&path) {
+            if file.set_modified(std::time::SystemTime::now()).is_ok() {
+                return Ok(path);
+            }
+        }
+        let temp = remote::download_path(&self.root);
+        if let Err(err) = remote.download(key, &temp).await {
+            let _ = tokio::fs::remove_file(&temp).await;
+            return Err(err);
+        }
+        let placed = async {
+            if let Some(parent) = path.parent() {
+                tokio::fs::create_dir_all(parent).await?;
+            }
+            tokio::fs::rename(&temp, &path).await
+        }
+        .await;
+        if let Err(e) = placed {
+            let _ = tokio::fs::remove_file(&temp).await;
+            return Err(BlobError::io("caching a download at", &path, e));
+        }
+        Ok(path)
+    }
+
+    /// Checks that the store can be written and read back: a small object (or file) is
+    /// written, read and removed. For `ironclad doctor`.
+    pub async fn probe(&self) -> Result<(), BlobError> {
+        let name = format!("probe-{}", uuid::Uuid::new_v4().simple());
+        let bytes = format!("ironclad probe {name}").into_bytes();
+        if let Some(remote) = &self.remote {
+            return remote.probe(&name, bytes).await;
+        }
+        let mut writer = self.writer().await?;
+        writer.write(&bytes).await?;
+        let stored = writer.finish().await?;
+        let back = self.read(&stored.key).await?;
+        if back != bytes {
+            return Err(BlobError::Corrupt {
+                key: stored.key,
+                detail: "the probe read back differs from what was written".into(),
+            });
+        }
+        // Only a probe this call created may go; an identical one cannot exist (random name).
+        self.discard_created(&[stored], |_| async {
+            Ok::<_, std::convert::Infallible>(std::collections::HashSet::new())
+        })
+        .await?;
+        Ok(())
     }
 
     /// The file holding the blob `key`. Only keys of the exact shape `sha256/ab/cd/<64
@@ -89,9 +197,9 @@ impl BlobStore {
         Ok(self.root.join(key))
     }
 
-    /// Reads a whole blob into memory.
+    /// Reads a whole blob into memory (through the verified cache, with an object store).
     pub async fn read(&self, key: &str) -> Result<Vec<u8>, BlobError> {
-        let path = self.path_of(key)?;
+        let path = self.local_path(key).await?;
         tokio::fs::read(&path).await.map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => BlobError::NotFound {
                 key: key.to_owned(),
@@ -103,6 +211,9 @@ impl BlobStore {
     /// Whether a blob is stored under `key`.
     pub async fn exists(&self, key: &str) -> Result<bool, BlobError> {
         let path = self.path_of(key)?;
+        if let Some(remote) = &self.remote {
+            return remote.exists(key).await;
+        }
         tokio::fs::try_exists(&path)
             .await
             .map_err(|e| BlobError::io("checking", &path, e))
@@ -112,8 +223,12 @@ impl BlobStore {
     /// streamed through the hash in bounded chunks on a blocking thread, so checking a large
     /// blob costs no more memory than a small one (`ironclad verify` compares the result with
     /// what the database recorded).
+    /// With an object store, the object itself is streamed (not the local cache).
     pub async fn digest(&self, key: &str) -> Result<Option<BlobDigest>, BlobError> {
         let path = self.path_of(key)?;
+        if let Some(remote) = &self.remote {
+            return remote.digest(key).await;
+        }
         let file = path.clone();
         match tokio::task::spawn_blocking(move || digest_file(&file)).await {
             Ok(digest) => digest.map_err(|e| BlobError::io("hashing", &path, e)),
@@ -183,6 +298,7 @@ mod tests {
     fn keys_have_exactly_one_shape() {
         let store = BlobStore {
             root: PathBuf::from("/store"),
+            remote: None,
         };
         let key = key_for(HEX);
         assert_eq!(key, format!("sha256/2c/f2/{HEX}"));

@@ -76,6 +76,9 @@ pub struct SweepReport {
     pub kept_fresh: usize,
     /// Abandoned temp files removed.
     pub temp_removed: usize,
+    /// Object store only: orphans moved to `trash/`, deleted by a later sweep if still
+    /// unreferenced (see [`remote`](crate::remote)).
+    pub parked: usize,
 }
 
 /// What the re-check of a parked blob decided.
@@ -111,6 +114,13 @@ impl BlobStore {
         blocking(move || recover_trash(&root)).await?;
         let root = self.root.clone();
         report.temp_removed = blocking(move || remove_old_temps(&root, grace)).await?;
+        if let Some(remote) = self.remote.clone() {
+            // The local blobs are a cache of the object store: unused ones simply go.
+            let root = self.root.clone();
+            blocking(move || prune_cache(&root, grace)).await?;
+            remote.sweep(grace, &mut referenced, &mut report).await?;
+            return Ok(report);
+        }
 
         let root = self.root.clone();
         let top_dirs = blocking(move || subdirs(&root.join(BLOBS_DIR))).await?;
@@ -366,6 +376,20 @@ fn finish_all(
 }
 
 /// Deletes temp files (abandoned uploads) not written to within `grace`.
+/// With an object store: deletes cached copies not used within `grace` (each read refreshes
+/// the mtime of the copy it hands out). Returns how many went.
+fn prune_cache(root: &Path, grace: Duration) -> Result<usize, BlobError> {
+    let mut removed = 0;
+    for top in subdirs(&root.join(BLOBS_DIR))? {
+        let (_, _, old) = list_old_blobs(&top, grace)?;
+        for key in old {
+            remove(&root.join(key))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 fn remove_old_temps(root: &Path, grace: Duration) -> Result<usize, BlobError> {
     let tmp = root.join(TMP_DIR);
     let mut removed = 0;

@@ -17,12 +17,14 @@
 //!   intake has committed a reference to. Every successful path goes through
 //!   [`sync_placed`].
 
+use crate::remote::Remote;
 use crate::{key_for, BlobError, BLOBS_DIR, TMP_DIR};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::io::AsyncWriteExt;
 
@@ -98,6 +100,8 @@ impl CreatedStamp {
 #[derive(Debug)]
 pub struct BlobWriter {
     root: PathBuf,
+    /// The object store the finished blob is uploaded to, if any.
+    remote: Option<Arc<Remote>>,
     /// `None` once finished or aborted, so `Drop` knows there is nothing left to clean.
     temp: Option<PathBuf>,
     file: Option<tokio::fs::File>,
@@ -108,7 +112,10 @@ pub struct BlobWriter {
 }
 
 impl BlobWriter {
-    pub(crate) async fn create(root: PathBuf) -> Result<Self, BlobError> {
+    pub(crate) async fn create(
+        root: PathBuf,
+        remote: Option<Arc<Remote>>,
+    ) -> Result<Self, BlobError> {
         // A random name, created exclusively: concurrent writers never share a temp file.
         let temp = root
             .join(TMP_DIR)
@@ -121,6 +128,7 @@ impl BlobWriter {
             .map_err(|e| BlobError::io("creating temp file", &temp, e))?;
         Ok(Self {
             root,
+            remote,
             temp: Some(temp),
             file: Some(file),
             hasher: Sha256::new(),
@@ -162,6 +170,9 @@ impl BlobWriter {
 
     /// Makes the blob durable under its content key.
     ///
+    /// With an object store, the blob is then uploaded, and `finish` returns only once the
+    /// store has acknowledged it (see [`remote`](crate::remote)).
+    ///
     /// The temp file is fsynced, then linked to `sha256/ab/cd/<hex>` and its directories
     /// fsynced ([`StoredBlob::created`] is true). If that key already holds a file, its size
     /// and SHA-256 are verified: a matching copy is touched (mtime set to now, so a sweep or
@@ -198,6 +209,12 @@ impl BlobWriter {
             Placement::Created(stamp) => Some(stamp),
             Placement::Deduplicated | Placement::Replaced => None,
         };
+        // With an object store the local file is only staging: the key may be handed out
+        // once the store has acknowledged the whole upload. Uploading even content it already
+        // holds renews the object's date, which a concurrent sweep reads as "in use".
+        if let Some(remote) = &self.remote {
+            remote.upload(&key, &path).await?;
+        }
         Ok(StoredBlob {
             key,
             sha256,

@@ -4,7 +4,6 @@ use super::{connect_store, redact};
 use crate::config::{Connections, RoleSettings};
 use anyhow::Context;
 use ironclad_api::{ApiConfig, AppState, DeskConfig, IntakeLimits, RateLimit};
-use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::registry::{no_arguments, ProcessorRegistry};
@@ -104,7 +103,7 @@ where
     }
 }
 
-fn stream_config(c: &Connections, s: &RoleSettings) -> StreamConfig {
+pub(crate) fn stream_config(c: &Connections, s: &RoleSettings) -> StreamConfig {
     let base = match &c.stream_prefix {
         Some(p) => StreamConfig::with_prefix(p),
         None => StreamConfig::default(),
@@ -142,10 +141,7 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         Queue::connect(&c.redis_url, streams.clone())
     })
     .await?;
-    std::fs::create_dir_all(&s.blob_dir)
-        .with_context(|| format!("creating blob directory {}", s.blob_dir.display()))?;
-    let blobs = BlobStore::open(&s.blob_dir)
-        .with_context(|| format!("opening blob store {}", s.blob_dir.display()))?;
+    let blobs = s.blobs.open()?;
 
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
@@ -320,7 +316,7 @@ impl ProcessorContext<'_> {
         let cache_dir = s
             .page_cache_dir
             .clone()
-            .unwrap_or_else(|| s.blob_dir.with_file_name("page-cache"));
+            .unwrap_or_else(|| s.blobs.blob_dir.with_file_name("page-cache"));
         let cache = ironclad_ocr::DirPageCache::new(&cache_dir)
             .map_err(|e| format!("opening page cache {}: {e}", cache_dir.display()))?;
         let options = ironclad_ocr::ReadOptions {

@@ -2,7 +2,7 @@
 //! any is broken, 0 if none, 2 if the check itself could not run.
 
 use super::connect_store;
-use crate::config::{parse_duration, Connections};
+use crate::config::{parse_duration, BlobLocation, Connections};
 use anyhow::Context;
 use clap::Args;
 use ironclad_blobs::{BlobError, BlobStore};
@@ -31,9 +31,9 @@ pub struct VerifyArgs {
     /// A due PENDING or a PUBLISHING outbox row older than this is overdue.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub outbox_bound: Duration,
-    /// Directory of the blob store whose blobs are checked.
-    #[arg(long, env = "IRONCLAD_BLOB_DIR", default_value = ".state/blobs")]
-    pub blob_dir: PathBuf,
+    /// The blob store whose blobs are checked (with an object store, the objects themselves).
+    #[command(flatten)]
+    pub blobs: BlobLocation,
     /// Blobs hashed at once.
     #[arg(long, default_value_t = 4)]
     pub hash_concurrency: usize,
@@ -76,12 +76,11 @@ async fn verify(c: &Connections, args: &VerifyArgs) -> anyhow::Result<VerifyRepo
         None => None,
     };
     anyhow::ensure!(
-        args.blob_dir.is_dir(),
-        "blob directory {} does not exist (set --blob-dir or IRONCLAD_BLOB_DIR)",
-        args.blob_dir.display()
+        args.blobs.blob_url.is_some() || args.blobs.blob_dir.is_dir(),
+        "blob directory {} does not exist (set --blob-dir or IRONCLAD_BLOB_DIR, or --blob-url)",
+        args.blobs.blob_dir.display()
     );
-    let blobs = BlobStore::open(&args.blob_dir)
-        .with_context(|| format!("opening blob store {}", args.blob_dir.display()))?;
+    let blobs = args.blobs.open()?;
     let store = connect_store(c).await?;
     let options = VerifyOptions {
         ledger: ledger.as_deref(),

@@ -312,9 +312,14 @@ impl Worker {
         let Some(source) = source else {
             return Ok(internal(format!("source {source_id} not found")));
         };
-        let blob_path = match self.blobs.path_of(&source.blob_key) {
+        // With an object store this downloads (and verifies) the bytes; a store that does not
+        // answer is retried like any transient failure, within the job's attempts.
+        let blob_path = match self.blobs.local_path(&source.blob_key).await {
             Ok(p) => p,
-            Err(err) => return Ok(internal(format!("invalid blob key: {err}"))),
+            Err(err) if err.is_retryable() => {
+                return Ok(StepOutcome::Retryable(format!("blob store: {err}")))
+            }
+            Err(err) => return Ok(internal(format!("blob {}: {err}", source.blob_key))),
         };
         let media_type = match source.media_type.parse() {
             Ok(t) => t,

@@ -125,6 +125,12 @@ impl From<ironclad_store::StoreError> for DeskError {
     }
 }
 
+impl From<ironclad_blobs::BlobError> for DeskError {
+    fn from(e: ironclad_blobs::BlobError) -> Self {
+        Self(e.into())
+    }
+}
+
 impl IntoResponse for DeskError {
     fn into_response(self) -> Response {
         let public = self.0.into_public();

@@ -84,8 +84,8 @@ pub(crate) async fn page_image(
         .map_err(|_| ApiError::Internal(format!("stored media type {}", stored.media_type)))?;
     let path = state
         .blobs
-        .path_of(&stored.blob_key)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .local_path(&stored.blob_key)
+        .await?;
     let rotation = stored.rotation.rem_euclid(360);
     let previews = state.previews.clone();
     let renders = cache.renders.clone();
