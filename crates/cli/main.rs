@@ -58,6 +58,9 @@ enum Command {
     Rulesets(commands::decisions::RulesetsCommand),
     /// Check every reliability promise against the database and blob store (exit 1 if broken).
     Verify(commands::verify::VerifyArgs),
+    /// Check a deployment's configuration and the engines it names, and say what to fix
+    /// (exit 1 when a check fails).
+    Doctor(commands::doctor::DoctorArgs),
     /// Check the audit trail's hash chain.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
@@ -129,6 +132,7 @@ fn main() -> std::process::ExitCode {
             Command::Reevaluate(a) => commands::decisions::reevaluate(&c, a).await,
             Command::Rulesets(r) => commands::decisions::rulesets(&c, r).await,
             Command::Verify(a) => commands::verify::run(&c, a).await,
+            Command::Doctor(a) => commands::doctor::run(&c, a).await,
             Command::Audit(a) => commands::audit::run(&c, a).await,
             Command::Extract(a) => commands::documents::extract(a).await,
             Command::Workflow(w) => commands::documents::workflow(&c, w).await,

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod audit;
 pub mod cases;
 pub mod decisions;
+pub mod doctor;
 pub mod documents;
 pub mod roles;
 pub mod submit;

@@ -32,6 +32,7 @@ mod config;
 mod consume;
 mod dead_letter;
 mod error;
+mod inspect;
 mod publish;
 mod recover;
 mod reply;
@@ -44,6 +45,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 pub use config::{default_consumer_name, StreamConfig};
 pub use dead_letter::DeadLetter;
 pub use error::QueueError;
+pub use inspect::GroupInfo;
 pub use recover::PendingSummary;
 
 /// Each TCP connect attempt gives up after this.

@@ -19,6 +19,7 @@ pub mod notifications;
 pub(crate) mod notify;
 pub mod outbox;
 pub mod pilot;
+pub mod pool;
 pub mod read;
 pub mod reconcile;
 pub mod replay;
@@ -27,6 +28,7 @@ pub mod reprocess;
 pub mod results;
 pub mod reviews;
 pub mod rulesets;
+pub mod schema_status;
 pub mod templates;
 pub mod tenants;
 pub mod users;
@@ -35,9 +37,10 @@ pub mod webhooks;
 pub mod workflows;
 
 pub use error::{StoreError, StoreResult};
+pub use pool::{DbPool, Pooler};
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, PgPool};
+use sqlx::{ConnectOptions, Connection, PgPool};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -53,11 +56,25 @@ pub enum Transition {
 /// A pool of connections to Ironclad's database.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: PgPool,
+    pool: DbPool,
     /// Connections kept for lease renewals only, so a renewal never queues behind intake,
     /// scrapes or big result inserts on the main pool (a renewal that waits longer than the
     /// lease would hand a live job to another worker).
-    lease_pool: PgPool,
+    lease_pool: DbPool,
+    /// Where migrations run when that is not the pool's own server: behind PgBouncer in
+    /// transaction mode they need a session of their own (an advisory lock, `SET`).
+    migrate_target: Option<MigrateTarget>,
+    pooler: Pooler,
+}
+
+/// Connect options for migrations; never printed (the URL may hold a password).
+#[derive(Clone)]
+struct MigrateTarget(PgConnectOptions);
+
+impl std::fmt::Debug for MigrateTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MigrateTarget(..)")
+    }
 }
 
 /// The embedded migrations.
@@ -86,8 +103,14 @@ pub struct PoolSettings {
     /// TCP keepalive idle time of the server's side of each connection, so a client host that
     /// vanished is noticed and its session (and locks) ended. Interval is a third of it, three
     /// probes. Default 30 s. (sqlx 0.8 cannot set client-side keepalives; the roles bound their
-    /// own calls with deadlines instead.)
+    /// own calls with deadlines instead.) Behind PgBouncer, its own `tcp_keep*` settings apply.
     pub keepalive_idle: Duration,
+    /// PgBouncer in transaction pooling mode in front of PostgreSQL, or not (the default).
+    pub pooler: Pooler,
+    /// Where [`Store::migrate`] connects instead of the pool's URL: PostgreSQL itself or a
+    /// session-mode pool. Required with [`Pooler::Transaction`]. May hold a password, so
+    /// never log these settings.
+    pub migrate_url: Option<String>,
 }
 
 impl Default for PoolSettings {
@@ -100,12 +123,44 @@ impl Default for PoolSettings {
             lock_timeout: Duration::from_secs(10),
             idle_in_transaction_timeout: Duration::from_secs(60),
             keepalive_idle: Duration::from_secs(30),
+            pooler: Pooler::Off,
+            migrate_url: None,
         }
     }
 }
 
 fn millis(d: Duration) -> String {
     d.as_millis().max(1).to_string()
+}
+
+/// `options` with the session settings of a direct connection: the timeouts and keepalives.
+fn session_options(options: PgConnectOptions, settings: &PoolSettings) -> PgConnectOptions {
+    let keepalive = settings.keepalive_idle.as_secs().max(1);
+    options.options([
+        ("statement_timeout", millis(settings.statement_timeout)),
+        ("lock_timeout", millis(settings.lock_timeout)),
+        (
+            "idle_in_transaction_session_timeout",
+            millis(settings.idle_in_transaction_timeout),
+        ),
+        ("tcp_keepalives_idle", keepalive.to_string()),
+        (
+            "tcp_keepalives_interval",
+            (keepalive / 3).max(1).to_string(),
+        ),
+        ("tcp_keepalives_count", "3".to_owned()),
+    ])
+}
+
+/// Runs the migrations on one session.
+async fn migrate_on(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
+    // A migration may legitimately run longer than the statement timeout every other
+    // session gets (an index build on a big table).
+    sqlx::query("SET statement_timeout = 0")
+        .execute(&mut *conn)
+        .await?;
+    MIGRATOR.run(conn).await?;
+    Ok(())
 }
 
 impl Store {
@@ -128,28 +183,37 @@ impl Store {
         .await
     }
 
-    /// Connects with `settings`; every session gets the statement, lock and
-    /// idle-in-transaction timeouts and the keepalives.
+    /// Connects with `settings`; every session (behind PgBouncer: every transaction) gets
+    /// the statement, lock and idle-in-transaction timeouts, and direct sessions the
+    /// keepalives.
     pub async fn connect_with(url: &str, settings: &PoolSettings) -> StoreResult<Self> {
-        let keepalive = settings.keepalive_idle.as_secs().max(1);
-        let options = PgConnectOptions::from_str(url)
-            .map_err(StoreError::from)?
-            .options([
-                ("statement_timeout", millis(settings.statement_timeout)),
-                ("lock_timeout", millis(settings.lock_timeout)),
-                (
-                    "idle_in_transaction_session_timeout",
-                    millis(settings.idle_in_transaction_timeout),
+        let parsed = PgConnectOptions::from_str(url).map_err(StoreError::from)?;
+        let options = match settings.pooler {
+            Pooler::Off => session_options(parsed, settings),
+            // PgBouncer refuses the `options` and `extra_float_digits` startup parameters,
+            // and a statement cached on one server is unknown to the next (see `pool`).
+            Pooler::Transaction => parsed.statement_cache_capacity(0).extra_float_digits(None),
+        }
+        .log_statements(tracing::log::LevelFilter::Trace)
+        .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(2));
+        let wrap = |pool: PgPool| match settings.pooler {
+            Pooler::Off => DbPool::direct(pool),
+            Pooler::Transaction => DbPool::behind_pgbouncer(
+                pool,
+                pool::transaction_begin(
+                    &millis(settings.statement_timeout),
+                    &millis(settings.lock_timeout),
+                    &millis(settings.idle_in_transaction_timeout),
                 ),
-                ("tcp_keepalives_idle", keepalive.to_string()),
-                (
-                    "tcp_keepalives_interval",
-                    (keepalive / 3).max(1).to_string(),
-                ),
-                ("tcp_keepalives_count", "3".to_owned()),
-            ])
-            .log_statements(tracing::log::LevelFilter::Trace)
-            .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(2));
+            ),
+        };
+        let migrate_target = match &settings.migrate_url {
+            Some(url) => Some(MigrateTarget(session_options(
+                PgConnectOptions::from_str(url).map_err(StoreError::from)?,
+                settings,
+            ))),
+            None => None,
+        };
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections.max(1))
             .acquire_timeout(settings.acquire_timeout)
@@ -163,37 +227,52 @@ impl Store {
                 .acquire_timeout(settings.acquire_timeout)
                 .connect_lazy_with(options)
         };
-        Ok(Self { pool, lease_pool })
+        Ok(Self {
+            pool: wrap(pool),
+            lease_pool: wrap(lease_pool),
+            migrate_target,
+            pooler: settings.pooler,
+        })
     }
 
     /// Wraps an existing pool.
     pub fn from_pool(pool: PgPool) -> Self {
         Self {
-            lease_pool: pool.clone(),
-            pool,
+            lease_pool: DbPool::direct(pool.clone()),
+            pool: DbPool::direct(pool),
+            migrate_target: None,
+            pooler: Pooler::Off,
         }
     }
 
-    /// The underlying pool (for tests and benchmarks).
-    pub fn pool(&self) -> &PgPool {
+    /// The pool every statement goes through (for tests and benchmarks; it dereferences to
+    /// the sqlx pool).
+    pub fn pool(&self) -> &DbPool {
         &self.pool
     }
 
     /// Applies pending migrations. Safe to run concurrently from several processes
-    /// (sqlx takes an advisory lock).
+    /// (sqlx takes an advisory lock). With [`PoolSettings::migrate_url`] they run over a
+    /// connection of their own to it: behind PgBouncer in transaction mode the session
+    /// advisory lock and `SET statement_timeout` need one server for the whole run.
     pub async fn migrate(&self) -> StoreResult<()> {
-        // A migration may legitimately run longer than the statement timeout every other
-        // session gets (an index build on a big table).
-        let mut conn = self.pool.acquire().await?;
-        sqlx::query("SET statement_timeout = 0")
-            .execute(&mut *conn)
-            .await?;
-        MIGRATOR.run(&mut *conn).await?;
-        Ok(())
+        match (&self.migrate_target, self.pooler) {
+            (Some(MigrateTarget(options)), _) => {
+                let mut conn = sqlx::PgConnection::connect_with(options).await?;
+                migrate_on(&mut conn).await?;
+                conn.close().await?;
+                Ok(())
+            }
+            (None, Pooler::Transaction) => Err(StoreError::MigrateNeedsSession),
+            (None, Pooler::Off) => {
+                let mut conn = self.pool.acquire().await?;
+                migrate_on(&mut conn).await
+            }
+        }
     }
 
     /// The pool lease renewals use.
-    pub(crate) fn lease_pool(&self) -> &PgPool {
+    pub(crate) fn lease_pool(&self) -> &DbPool {
         &self.lease_pool
     }
 
