@@ -36,8 +36,8 @@ mod trash;
 mod writer;
 
 pub use error::BlobError;
-pub use sweep::SweepReport;
 pub use remote::RemoteSettings;
+pub use sweep::SweepReport;
 pub use writer::{BlobWriter, StoredBlob};
 
 use remote::Remote;

@@ -234,7 +234,10 @@ impl Remote {
                     .get(&parked)
                     .await
                     .map_err(|e| self.error("downloading", key, e))?;
-                tracing::warn!(key, "blob was parked by a sweep while referenced; putting it back");
+                tracing::warn!(
+                    key,
+                    "blob was parked by a sweep while referenced; putting it back"
+                );
                 self.store
                     .copy(&parked, &self.path(key))
                     .await
@@ -348,8 +351,8 @@ impl Remote {
         Fut: Future<Output = Result<HashSet<String>, E>>,
         E: Display,
     {
-        let cutoff = chrono::Utc::now()
-            - chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::MAX);
+        let cutoff =
+            chrono::Utc::now() - chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::MAX);
 
         // Step 2 first: what earlier sweeps parked long enough ago.
         let parked = self.list_before(TRASH_DIR, cutoff, |name| {

@@ -107,7 +107,10 @@ pub async fn run(c: &Connections, args: DoctorArgs) -> anyhow::Result<ExitCode> 
             Level::Fail => (w, f + 1),
             Level::Ok => (w, f),
         });
-        println!("\n{} checks: {fails} failed, {warns} warnings", found.0.len());
+        println!(
+            "\n{} checks: {fails} failed, {warns} warnings",
+            found.0.len()
+        );
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -129,7 +132,11 @@ fn check_settings(c: &Connections, s: &RoleSettings, found: &mut Findings) {
     }
     if let Err(err) = s.webhooks() {
         clean = false;
-        found.fail("settings", format!("{err:#}"), "change the webhook settings");
+        found.fail(
+            "settings",
+            format!("{err:#}"),
+            "change the webhook settings",
+        );
     }
     // A blob must be committed within the grace of its upload, and an upload may retry for
     // the whole retry budget before the intake transaction even starts.
@@ -158,7 +165,10 @@ fn check_settings(c: &Connections, s: &RoleSettings, found: &mut Findings) {
         clean = false;
         found.warn(
             "settings",
-            format!("the API listens on {} but desk cookies are not Secure", s.listen),
+            format!(
+                "the API listens on {} but desk cookies are not Secure",
+                s.listen
+            ),
             "serve the desk over HTTPS and set IRONCLAD_SECURE_COOKIES=true",
         );
     }
@@ -258,7 +268,11 @@ async fn check_clock(store: &Store, found: &mut Findings) {
     let db_now = match store.database_now().await {
         Ok(now) => now,
         Err(err) => {
-            found.fail("clock", format!("cannot read PostgreSQL's clock: {err}"), "");
+            found.fail(
+                "clock",
+                format!("cannot read PostgreSQL's clock: {err}"),
+                "",
+            );
             return;
         }
     };
@@ -269,7 +283,11 @@ async fn check_clock(store: &Store, found: &mut Findings) {
     let detail = format!(
         "this host is {} ms {} PostgreSQL (round trip {} ms)",
         skew.as_millis(),
-        if local >= db_now { "ahead of" } else { "behind" },
+        if local >= db_now {
+            "ahead of"
+        } else {
+            "behind"
+        },
         (after - before).num_milliseconds()
     );
     let fix = "run NTP (chrony or systemd-timesyncd) on every host and on PostgreSQL's";
@@ -404,9 +422,17 @@ async fn check_blobs(s: &RoleSettings, found: &mut Findings) {
             blobs.root().display()
         );
         if blobs.is_shared() {
-            found.warn("blobs", message, "harmless for a cache; give uploads a disk to stage on if memory is short");
+            found.warn(
+                "blobs",
+                message,
+                "harmless for a cache; give uploads a disk to stage on if memory is short",
+            );
         } else {
-            found.fail("blobs", message, "put IRONCLAD_BLOB_DIR on a durable disk, or use IRONCLAD_BLOB_URL=s3://…");
+            found.fail(
+                "blobs",
+                message,
+                "put IRONCLAD_BLOB_DIR on a durable disk, or use IRONCLAD_BLOB_URL=s3://…",
+            );
         }
     }
     if !blobs.is_shared() {

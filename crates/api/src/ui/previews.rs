@@ -82,10 +82,7 @@ pub(crate) async fn page_image(
         .media_type
         .parse()
         .map_err(|_| ApiError::Internal(format!("stored media type {}", stored.media_type)))?;
-    let path = state
-        .blobs
-        .local_path(&stored.blob_key)
-        .await?;
+    let path = state.blobs.local_path(&stored.blob_key).await?;
     let rotation = stored.rotation.rem_euclid(360);
     let previews = state.previews.clone();
     let renders = cache.renders.clone();
