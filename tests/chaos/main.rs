@@ -53,4 +53,5 @@ mod postgres_outage_100s;
 mod postgres_restart;
 mod redis_flushall;
 mod redis_restart;
+mod s3_restart;
 mod sigterm_graceful;

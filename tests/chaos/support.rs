@@ -299,8 +299,13 @@ impl Rig {
 
     /// Runs an operator command to completion and returns its stdout.
     pub fn cli(&self, args: &[&str]) -> Result<String> {
+        self.cli_with(args, &[])
+    }
+
+    /// [`cli`](Self::cli) with extra settings (`env` wins).
+    pub fn cli_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
         let out = self
-            .command(args, &[])
+            .command(args, env)
             .output()
             .with_context(|| format!("running ironclad {args:?}"))?;
         ensure!(
@@ -680,6 +685,14 @@ impl Api {
 
     /// `POST /v1/cases` with one small PDF; returns the case id from the 201.
     pub async fn submit_pdf(&self, text: &str) -> Result<Uuid> {
+        let (status, body) = self.post_pdf(text).await?;
+        ensure!(status == 201, "intake answered {status}: {body}");
+        let id = body["case_id"].as_str().context("no case_id in the 201")?;
+        Ok(id.parse()?)
+    }
+
+    /// `POST /v1/cases` with one small PDF; the status and JSON body, whatever they are.
+    pub async fn post_pdf(&self, text: &str) -> Result<(u16, serde_json::Value)> {
         let pdf = ironclad_documents::fixtures::pdf_with_pages(1, text);
         let form = reqwest::multipart::Form::new().part(
             "file",
@@ -693,11 +706,9 @@ impl Api {
             .send()
             .await
             .context("POST /v1/cases")?;
-        let status = response.status();
+        let status = response.status().as_u16();
         let body: serde_json::Value = response.json().await.context("intake answered non-JSON")?;
-        ensure!(status.as_u16() == 201, "intake answered {status}: {body}");
-        let id = body["case_id"].as_str().context("no case_id in the 201")?;
-        Ok(id.parse()?)
+        Ok((status, body))
     }
 }
 

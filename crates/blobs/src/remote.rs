@@ -83,7 +83,9 @@ impl Default for RemoteSettings {
             request_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(5),
             retry_timeout: Duration::from_secs(30),
-            max_retries: 8,
+            // Bounded by `retry_timeout`, not by count: a restarting store refuses
+            // connections quickly, and eight quick refusals are not an outage ridden out.
+            max_retries: 1000,
             options: Vec::new(),
         }
     }
@@ -140,7 +142,11 @@ impl Remote {
                 secs(settings.connect_timeout),
             )
             .with_retry(RetryConfig {
-                backoff: BackoffConfig::default(),
+                backoff: BackoffConfig {
+                    init_backoff: Duration::from_millis(100),
+                    max_backoff: Duration::from_secs(2),
+                    base: 2.0,
+                },
                 max_retries: settings.max_retries,
                 retry_timeout: settings.retry_timeout,
             })

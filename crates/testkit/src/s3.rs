@@ -140,6 +140,43 @@ impl S3Server {
         self.launch()
     }
 
+    /// The file in which the server keeps object `name` (to damage it on purpose).
+    pub fn object_file(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let path = self
+            .dir
+            .path()
+            .join("data")
+            .join(BUCKET)
+            .join(format!("{name}._S3rver_object"));
+        anyhow::ensure!(path.exists(), "no object {name} at {}", path.display());
+        Ok(path)
+    }
+
+    /// Bytes of multipart upload parts the server has written so far (0 before any arrives).
+    pub fn bytes_received(&self) -> anyhow::Result<u64> {
+        let uploads = self
+            .dir
+            .path()
+            .join("data")
+            .join(BUCKET)
+            .join("._S3rver_uploads");
+        let mut total = 0;
+        let mut stack = vec![uploads];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                match entry.metadata() {
+                    Ok(m) if m.is_dir() => stack.push(entry.path()),
+                    Ok(m) => total += m.len(),
+                    Err(_) => {}
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// Objects stored under `prefix` of the bucket (their names relative to the bucket).
     pub fn objects(&self, prefix: &str) -> anyhow::Result<Vec<String>> {
         let root = self.dir.path().join("data").join(BUCKET);
