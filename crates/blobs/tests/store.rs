@@ -196,6 +196,7 @@ async fn sweep_deletes_old_orphans_and_keeps_the_rest() {
             kept_referenced: 1,
             kept_fresh: 1,
             temp_removed: 1,
+            parked: 0,
         }
     );
     assert!(!store.exists(&orphan.key).await.expect("exists"));
