@@ -29,6 +29,10 @@ pub enum StoreError {
     /// Migrations could not be applied.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Migrations were asked of a pool behind PgBouncer in transaction mode without a direct
+    /// connection to run them on (they need one session: an advisory lock, `SET`).
+    #[error("migrations cannot run through PgBouncer in transaction mode: set a direct PostgreSQL URL for them (IRONCLAD_MIGRATE_DATABASE_URL)")]
+    MigrateNeedsSession,
     /// Anything else PostgreSQL said; a bug or a broken invariant.
     #[error("database error: {0}")]
     Other(#[source] sqlx::Error),
