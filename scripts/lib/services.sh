@@ -32,7 +32,7 @@ IRONCLAD_PACKAGES=(
   postgresql postgresql-client redis-server redis-tools
   poppler-utils tesseract-ocr tesseract-ocr-eng tesseract-ocr-fra tesseract-ocr-osd
   libtesseract-dev libleptonica-dev clang libclang-dev pkg-config
-  imagemagick python3 curl jq
+  imagemagick python3 curl jq pgbouncer
   build-essential ca-certificates
 )
 

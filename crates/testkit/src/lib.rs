@@ -6,6 +6,7 @@
 //! [`private::PrivatePostgres`] on a free port, never touching the shared ones.
 
 pub mod harness;
+pub mod pgbouncer;
 pub mod private;
 
 use ironclad_store::Store;
