@@ -16,6 +16,7 @@ mod load;
 mod ocr;
 mod phases;
 mod rules;
+mod scaling;
 mod server;
 mod sys;
 
@@ -103,6 +104,9 @@ enum Sub {
     /// The operator's desk: a 20-page, 200-fact case page against the same case as JSON, and
     /// page images (first view against the pdftoppm CLI, cached) (bench/results/desk.json).
     Desk(desk::DeskArgs),
+    /// Worker scaling: OCR pages/s with 1, 2, 4 `ironclad worker` processes (one core each)
+    /// against the tesseract CLI with 1 and 2 processes (bench/results/scaling.json).
+    Scaling(scaling::ScalingArgs),
     /// Internal: one PageReader job in its own process (for its peak RSS).
     #[command(hide = true)]
     OcrWorker(ocr::WorkerArgs),
@@ -352,6 +356,7 @@ fn main() -> ExitCode {
         Some(Sub::Chaos(args)) => rt.block_on(chaos::main(args.clone())),
         Some(Sub::Finalize(args)) => rt.block_on(finalize_main(args.clone())),
         Some(Sub::Desk(args)) => rt.block_on(desk_main(args.clone())),
+        Some(Sub::Scaling(args)) => rt.block_on(scaling::main(args.clone())),
         _ => rt.block_on(pipeline_main(cli)),
     }
 }
