@@ -7,7 +7,9 @@
 
 pub mod harness;
 pub mod pgbouncer;
+pub mod netns;
 pub mod private;
+pub mod s3;
 
 use ironclad_store::Store;
 use sqlx::postgres::PgPoolOptions;
