@@ -241,7 +241,8 @@ pub struct Health {
 /// `GET /readyz`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
-    /// `ok` or `unavailable`.
+    /// `ok`, `degraded` (Redis does not answer: intake works, publication waits) or
+    /// `unavailable` (PostgreSQL does not answer).
     pub status: String,
     /// `ok` or `error`.
     pub postgres: String,

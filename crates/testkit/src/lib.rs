@@ -6,8 +6,8 @@
 //! [`private::PrivatePostgres`] on a free port, never touching the shared ones.
 
 pub mod harness;
-pub mod pgbouncer;
 pub mod netns;
+pub mod pgbouncer;
 pub mod private;
 pub mod s3;
 
