@@ -10,6 +10,7 @@ use anyhow::{bail, ensure, Context, Result};
 use ironclad_blobs::BlobStore;
 use ironclad_core::{CaseId, TenantId};
 use ironclad_queue::{PendingSummary, Queue, StreamConfig};
+use ironclad_testkit::child::die_with_parent;
 use ironclad_testkit::{wait_for, TestDb};
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
@@ -162,34 +163,6 @@ impl Drop for Proc {
         let _ = self.child.wait();
     }
 }
-
-/// Asks the kernel to SIGKILL the child when the thread that started it ends. The guard's
-/// `Drop` covers every exit path of a test, but not the test binary itself being killed (a CI
-/// timeout, Ctrl-C): without this, orphaned workers would keep running against the shared
-/// PostgreSQL and Redis. Processes are started from the test's own thread (the one running
-/// `block_on`), which lives exactly as long as the test.
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    extern "C" {
-        fn prctl(option: std::os::raw::c_int, ...) -> std::os::raw::c_int;
-    }
-    const PR_SET_PDEATHSIG: std::os::raw::c_int = 1;
-    const SIGKILL: std::os::raw::c_ulong = 9;
-    // SAFETY: runs in the forked child before exec; prctl is async-signal-safe and touches no
-    // memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            if prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
 
 // ── one test's world ─────────────────────────────────────────────────────────────────────
 

@@ -29,6 +29,7 @@ mod report;
 mod templates;
 
 use anyhow::{bail, ensure, Context, Result};
+use ironclad_testkit::child::die_with_parent;
 use ironclad_testkit::{wait_for, TestDb};
 use serde::Deserialize;
 use serde_json::Value;
@@ -178,31 +179,6 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 }
-
-/// Asks the kernel to SIGKILL the child when the test's thread ends, so a killed test binary
-/// leaves no server behind (see tests/chaos/support.rs).
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    extern "C" {
-        fn prctl(option: std::os::raw::c_int, ...) -> std::os::raw::c_int;
-    }
-    const PR_SET_PDEATHSIG: std::os::raw::c_int = 1;
-    const SIGKILL: std::os::raw::c_ulong = 9;
-    // SAFETY: runs in the forked child before exec; prctl is async-signal-safe and touches no
-    // memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            if prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
 
 /// One test's world: its database, stream prefix, blob directory and log.
 struct Rig {

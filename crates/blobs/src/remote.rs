@@ -35,6 +35,7 @@
 //! Incomplete multipart uploads of a crashed writer are invisible to listing; an operator
 //! sets the bucket's lifecycle rule `AbortIncompleteMultipartUpload` (docs/deployment.md).
 
+use crate::sweep::ask_referenced;
 use crate::{is_valid_key, BlobDigest, BlobError, SweepReport, BLOBS_DIR, TMP_DIR};
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
@@ -451,9 +452,7 @@ impl Remote {
         Fut: Future<Output = Result<HashSet<String>, E>>,
         E: Display,
     {
-        let used = referenced(keys.clone())
-            .await
-            .map_err(|e| BlobError::ReferenceCheck(e.to_string()))?;
+        let used = ask_referenced(referenced, keys.clone()).await?;
         for key in keys {
             if used.contains(&key) {
                 report.kept_referenced += 1;
@@ -484,9 +483,7 @@ impl Remote {
         Fut: Future<Output = Result<HashSet<String>, E>>,
         E: Display,
     {
-        let used = referenced(keys.clone())
-            .await
-            .map_err(|e| BlobError::ReferenceCheck(e.to_string()))?;
+        let used = ask_referenced(referenced, keys.clone()).await?;
         for key in keys {
             let parked = self.trash_path(&key);
             if used.contains(&key) {

@@ -158,9 +158,7 @@ impl BlobStore {
         Fut: Future<Output = Result<HashSet<String>, E>>,
         E: Display,
     {
-        let first = referenced(keys.clone())
-            .await
-            .map_err(|e| BlobError::ReferenceCheck(e.to_string()))?;
+        let first = ask_referenced(referenced, keys.clone()).await?;
         let (kept, unreferenced): (Vec<String>, Vec<String>) =
             keys.into_iter().partition(|k| first.contains(k));
         report.kept_referenced += kept.len();
@@ -189,6 +187,21 @@ impl BlobStore {
         report.deleted += outcome.deleted;
         Ok(())
     }
+}
+
+/// Which of `keys` the caller's references still hold; its failure stops the sweep.
+pub(crate) async fn ask_referenced<F, Fut, E>(
+    referenced: &mut F,
+    keys: Vec<String>,
+) -> Result<HashSet<String>, BlobError>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: Future<Output = Result<HashSet<String>, E>>,
+    E: Display,
+{
+    referenced(keys)
+        .await
+        .map_err(|e| BlobError::ReferenceCheck(e.to_string()))
 }
 
 /// Runs blocking file-system work off the async threads.

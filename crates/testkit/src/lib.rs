@@ -5,6 +5,7 @@
 //! stop or flush a service start their own [`private::PrivateRedis`] or
 //! [`private::PrivatePostgres`] on a free port, never touching the shared ones.
 
+pub mod child;
 pub mod harness;
 pub mod netns;
 pub mod pgbouncer;

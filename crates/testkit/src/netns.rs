@@ -8,6 +8,7 @@
 //! way the test leaves. Names carry the creating process's pid (`ironclad-<pid>-<tag>-…`), so
 //! a later run removes what a killed run (no destructors) left behind.
 
+use crate::child::die_with_parent;
 use anyhow::{ensure, Context};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -388,29 +389,6 @@ impl Drop for HostProc {
         let _ = self.child.wait();
     }
 }
-
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    extern "C" {
-        fn prctl(option: std::os::raw::c_int, ...) -> std::os::raw::c_int;
-    }
-    const PR_SET_PDEATHSIG: std::os::raw::c_int = 1;
-    const SIGKILL: std::os::raw::c_ulong = 9;
-    // SAFETY: runs in the forked child before exec; prctl is async-signal-safe and touches no
-    // memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            if prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
 
 fn wait_until(
     what: &str,

@@ -100,7 +100,10 @@ impl S3Server {
             .create(true)
             .append(true)
             .open(self.dir.path().join("s3rver.log"))?;
-        let child = Command::new(s3rver_bin()?)
+        let mut cmd = Command::new(s3rver_bin()?);
+        // A killed test binary must not leave the server running.
+        crate::child::die_with_parent(&mut cmd);
+        let child = cmd
             .arg("--directory")
             .arg(&data)
             .args(["--address", &self.address, "--port", &self.port.to_string()])
