@@ -223,6 +223,11 @@ pub struct RoleSettings {
     /// Longest single job run.
     #[arg(long, env = "IRONCLAD_JOB_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
     pub job_timeout: Duration,
+    /// After SIGTERM/Ctrl-C: how long in-flight work (jobs, requests, publications) may take to
+    /// finish before the process exits; a job still running then is rescued when its lease
+    /// lapses. Keep the supervisor's stop timeout above it plus 5 s.
+    #[arg(long, env = "IRONCLAD_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
     /// Retry delays, comma-separated; the last repeats.
     #[arg(long, env = "IRONCLAD_RETRY_DELAYS", default_value = "30s,2m,10m,1h", value_parser = parse_delays)]
     pub retry_delays: Delays,
@@ -357,6 +362,7 @@ impl RoleSettings {
             reemit_after: self.reemit_after,
             blob_grace: self.blob_grace,
             outcome_patience: self.outcome_patience,
+            shutdown_grace: self.shutdown_grace,
             ..RuntimeConfig::default()
         };
         config

@@ -18,9 +18,11 @@
 //! | Redis killed and restarted empty | [`redis_restart`] | full |
 //! | PostgreSQL stopped mid-flight for ~3 s, then for ~12 s | [`postgres_restart`] | full |
 //! | SIGTERM to a busy worker | [`sigterm_graceful`] | full |
+//! | SIGTERM to a worker whose job outlasts `IRONCLAD_SHUTDOWN_GRACE` | [`sigterm_past_grace`] | every run (not ignored) |
+//! | S3 server killed mid-intake and restarted | [`s3_restart`] | every run (not ignored) |
 //! | 30 cases in flight, default timings, PostgreSQL down 100 s (issue 7's drill) | [`postgres_outage_100s`] | full |
 //!
-//! Every test is `#[ignore]` (its own lane: real processes, tens of seconds each) and must run
+//! Every test but the two marked "every run" is `#[ignore]` (its own lane: real processes, tens of seconds each) and must run
 //! serialised. The whole suite, from the repository root, with PostgreSQL and Redis running
 //! (`DATABASE_URL`, `REDIS_URL`; defaults are the local ones) and `redis-server` / PostgreSQL
 //! server binaries installed for the private instances:
@@ -55,3 +57,4 @@ mod redis_flushall;
 mod redis_restart;
 mod s3_restart;
 mod sigterm_graceful;
+mod sigterm_past_grace;
