@@ -4,8 +4,7 @@
 
 use crate::support::{secs, Rig, SETTLE};
 use anyhow::{ensure, Result};
-use ironclad_testkit::wait_for;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "chaos lane: cargo test --test chaos -- --ignored --test-threads=1"]
@@ -26,24 +25,12 @@ async fn scenario(rig: &Rig) -> Result<()> {
     let pid = worker.pid();
     rig.commit_case(1).await?;
 
-    let busy = wait_for(
-        "the job RUNNING under the worker",
-        Duration::from_secs(30),
-        || async { Ok(rig.running_under(pid).await?.first().copied()) },
-    )
-    .await?;
-    let signalled_at = Instant::now();
-    worker.signal("TERM")?;
-    let status = worker.wait_exit(Duration::from_secs(25)).await?;
-    let exit_after = signalled_at.elapsed();
+    let (busy, exit_after) = rig
+        .terminate_when_busy(&mut worker, Duration::from_secs(25))
+        .await?;
     println!(
-        "[sigterm_graceful] worker exited {status} {} after SIGTERM",
+        "[sigterm_graceful] worker exited 0 {} after SIGTERM",
         secs(exit_after)
-    );
-    ensure!(
-        status.code() == Some(0),
-        "worker should exit 0 on SIGTERM, got {status}\n{}",
-        worker.log_tail(30)
     );
 
     // The in-flight job was finished (and acknowledged) before the process left.

@@ -348,6 +348,32 @@ impl Rig {
             .with_context(|| format!("no job {id}"))
     }
 
+    /// Waits until `worker` runs a job, sends it SIGTERM and waits (up to `timeout`) for it to
+    /// exit 0; the job it was running and how long the exit took after the signal.
+    pub async fn terminate_when_busy(
+        &self,
+        worker: &mut Proc,
+        timeout: Duration,
+    ) -> Result<(Uuid, Duration)> {
+        let pid = worker.pid();
+        let busy = wait_for(
+            "the job RUNNING under the worker",
+            Duration::from_secs(30),
+            || async { Ok(self.running_under(pid).await?.first().copied()) },
+        )
+        .await?;
+        let signalled_at = Instant::now();
+        worker.signal("TERM")?;
+        let status = worker.wait_exit(timeout).await?;
+        let exit_after = signalled_at.elapsed();
+        ensure!(
+            status.code() == Some(0),
+            "worker should exit 0 on SIGTERM, got {status}\n{}",
+            worker.log_tail(30)
+        );
+        Ok((busy, exit_after))
+    }
+
     /// Ids of the jobs RUNNING under the consumer of process `pid` (`<hostname>-<pid>`).
     pub async fn running_under(&self, pid: u32) -> Result<Vec<Uuid>> {
         Ok(sqlx::query_scalar(
