@@ -112,7 +112,11 @@ impl BlobStore {
     pub fn location(&self) -> String {
         match &self.remote {
             Some(remote) => remote.url().to_owned(),
-            None => format!("file://{}", self.root.display()),
+            // Absolute, so the URL means the same thing wherever it is pasted.
+            None => {
+                let root = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
+                format!("file://{}", root.display())
+            }
         }
     }
 
