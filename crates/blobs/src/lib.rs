@@ -40,6 +40,16 @@ pub use remote::RemoteSettings;
 pub use sweep::SweepReport;
 pub use writer::{BlobWriter, StoredBlob};
 
+/// What [`BlobStore::probe`] learned besides "writable".
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    /// How far the object store's clock is ahead of this host's (negative: behind), from the
+    /// probe object's Last-Modified (whole seconds). The sweep compares those timestamps with
+    /// this host's clock, so a store running behind makes fresh uploads look older. `None` for
+    /// a local directory.
+    pub clock_skew: Option<chrono::TimeDelta>,
+}
+
 use remote::Remote;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -165,7 +175,7 @@ impl BlobStore {
 
     /// Checks that the store can be written and read back: a small object (or file) is
     /// written, read and removed. For `ironclad doctor`.
-    pub async fn probe(&self) -> Result<(), BlobError> {
+    pub async fn probe(&self) -> Result<Probe, BlobError> {
         let name = format!("probe-{}", uuid::Uuid::new_v4().simple());
         let bytes = format!("ironclad probe {name}").into_bytes();
         if let Some(remote) = &self.remote {
@@ -186,7 +196,7 @@ impl BlobStore {
             Ok::<_, std::convert::Infallible>(std::collections::HashSet::new())
         })
         .await?;
-        Ok(())
+        Ok(Probe { clock_skew: None })
     }
 
     /// The file holding the blob `key`. Only keys of the exact shape `sha256/ab/cd/<64

@@ -36,7 +36,7 @@
 //! sets the bucket's lifecycle rule `AbortIncompleteMultipartUpload` (docs/deployment.md).
 
 use crate::sweep::ask_referenced;
-use crate::{is_valid_key, BlobDigest, BlobError, SweepReport, BLOBS_DIR, TMP_DIR};
+use crate::{is_valid_key, BlobDigest, BlobError, Probe, SweepReport, BLOBS_DIR, TMP_DIR};
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::buffered::BufWriter;
@@ -321,9 +321,10 @@ impl Remote {
 
     /// Stores a small object under a name of its own (not a blob key), for `ironclad doctor`'s
     /// write probe, and removes it again.
-    pub(crate) async fn probe(&self, name: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
+    pub(crate) async fn probe(&self, name: &str, bytes: Vec<u8>) -> Result<Probe, BlobError> {
         let path = self.path(&format!("{TMP_DIR}/{name}"));
         let len = bytes.len() as u64;
+        let sent = chrono::Utc::now();
         self.store
             .put(&path, bytes.into())
             .await
@@ -333,6 +334,10 @@ impl Remote {
             .head(&path)
             .await
             .map_err(|e| self.error("reading back a probe from", name, e))?;
+        let answered = chrono::Utc::now();
+        // The store stamped the object somewhere between the two; take the middle.
+        let local = sent + (answered - sent) / 2;
+        let clock_skew = Some(meta.last_modified - local);
         self.store
             .delete(&path)
             .await
@@ -343,7 +348,7 @@ impl Remote {
                 detail: format!("wrote {len} bytes, the store reports {}", meta.size),
             });
         }
-        Ok(())
+        Ok(Probe { clock_skew })
     }
 
     /// The object-store half of a sweep; see the module documentation.

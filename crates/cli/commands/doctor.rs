@@ -394,14 +394,19 @@ async fn check_blobs(s: &RoleSettings, found: &mut Findings) {
     };
     let started = Instant::now();
     match blobs.probe().await {
-        Ok(()) => found.ok(
-            "blobs",
-            format!(
-                "{} is writable: a probe was stored, read back and removed ({} ms)",
-                blobs.location(),
-                started.elapsed().as_millis()
-            ),
-        ),
+        Ok(probe) => {
+            found.ok(
+                "blobs",
+                format!(
+                    "{} is writable: a probe was stored, read back and removed ({} ms)",
+                    blobs.location(),
+                    started.elapsed().as_millis()
+                ),
+            );
+            if let Some(skew) = probe.clock_skew {
+                check_store_clock(skew, s.blob_grace, found);
+            }
+        }
         Err(err) => {
             found.fail(
                 "blobs",
@@ -445,6 +450,34 @@ async fn check_blobs(s: &RoleSettings, found: &mut Findings) {
 }
 
 /// The file system type holding `dir` when it does not survive a reboot (tmpfs, ramfs).
+/// The sweep judges an object's age by the store's Last-Modified against this host's clock:
+/// a store running behind by a good part of the grace lets the sweep park uploads whose commit
+/// is still on its way (they come back when referenced, but reads of them fall back meanwhile).
+fn check_store_clock(skew: chrono::TimeDelta, grace: Duration, found: &mut Findings) {
+    let off = skew.abs().to_std().unwrap_or(Duration::MAX);
+    let direction = if skew < chrono::TimeDelta::zero() {
+        "behind"
+    } else {
+        "ahead of"
+    };
+    let detail = format!(
+        "the object store's clock is {} s {direction} this host's (from the probe's Last-Modified, ±1 s)",
+        off.as_secs()
+    );
+    let fix = "run NTP (chrony, systemd-timesyncd) on this host; a store's clock is its operator's to fix";
+    if off >= grace / 4 {
+        found.fail(
+            "blobs",
+            format!("{detail}: a quarter of IRONCLAD_BLOB_GRACE ({grace:?}) or more"),
+            fix,
+        );
+    } else if off > Duration::from_secs(5) {
+        found.warn("blobs", detail, fix);
+    } else {
+        found.ok("blobs", detail);
+    }
+}
+
 fn volatile_file_system(dir: &std::path::Path) -> Option<String> {
     let dir = std::fs::canonicalize(dir).ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
@@ -458,4 +491,30 @@ fn volatile_file_system(dir: &std::path::Path) -> Option<String> {
         })
         .max_by_key(|(len, _)| *len)?;
     matches!(fs.as_str(), "tmpfs" | "ramfs").then_some(fs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level_for(skew_secs: i64, grace: Duration) -> (Level, String) {
+        let mut found = Findings::default();
+        check_store_clock(chrono::TimeDelta::seconds(skew_secs), grace, &mut found);
+        let f = &found.0[0];
+        (f.level, f.detail.clone())
+    }
+
+    #[test]
+    fn store_clock_skew_is_judged_against_the_blob_grace() {
+        let hour = Duration::from_secs(3600);
+        assert_eq!(level_for(-1, hour).0, Level::Ok);
+        let (level, detail) = level_for(-60, hour);
+        assert_eq!(level, Level::Warn);
+        assert!(detail.contains("60 s behind"), "{detail}");
+        assert_eq!(level_for(120, hour).0, Level::Warn);
+        let (level, detail) = level_for(-900, hour);
+        assert_eq!(level, Level::Fail);
+        assert!(detail.contains("IRONCLAD_BLOB_GRACE"), "{detail}");
+        assert_eq!(level_for(30, Duration::from_secs(60)).0, Level::Fail);
+    }
 }
