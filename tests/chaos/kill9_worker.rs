@@ -35,12 +35,7 @@ async fn scenario(rig: &Rig) -> Result<()> {
     }
 
     let a_pid = worker_a.pid();
-    let killed = wait_for(
-        "a job RUNNING under worker A",
-        Duration::from_secs(30),
-        || async { Ok(rig.running_under(a_pid).await?.first().copied()) },
-    )
-    .await?;
+    let killed = rig.wait_busy(a_pid).await?;
     let killed_at = Instant::now();
     let status = worker_a.kill9()?;
     ensure!(

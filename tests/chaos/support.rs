@@ -348,6 +348,16 @@ impl Rig {
             .with_context(|| format!("no job {id}"))
     }
 
+    /// The first job RUNNING under the consumer of process `pid`, once there is one (≤ 30 s).
+    pub async fn wait_busy(&self, pid: u32) -> Result<Uuid> {
+        wait_for(
+            &format!("a job RUNNING under pid {pid}"),
+            Duration::from_secs(30),
+            || async { Ok(self.running_under(pid).await?.first().copied()) },
+        )
+        .await
+    }
+
     /// Waits until `worker` runs a job, sends it SIGTERM and waits (up to `timeout`) for it to
     /// exit 0; the job it was running and how long the exit took after the signal.
     pub async fn terminate_when_busy(
@@ -355,13 +365,7 @@ impl Rig {
         worker: &mut Proc,
         timeout: Duration,
     ) -> Result<(Uuid, Duration)> {
-        let pid = worker.pid();
-        let busy = wait_for(
-            "the job RUNNING under the worker",
-            Duration::from_secs(30),
-            || async { Ok(self.running_under(pid).await?.first().copied()) },
-        )
-        .await?;
+        let busy = self.wait_busy(worker.pid()).await?;
         let signalled_at = Instant::now();
         worker.signal("TERM")?;
         let status = worker.wait_exit(timeout).await?;

@@ -449,7 +449,6 @@ async fn check_blobs(s: &RoleSettings, found: &mut Findings) {
     }
 }
 
-/// The file system type holding `dir` when it does not survive a reboot (tmpfs, ramfs).
 /// The sweep judges an object's age by the store's Last-Modified against this host's clock:
 /// a store running behind by a good part of the grace lets the sweep park uploads whose commit
 /// is still on its way (they come back when referenced, but reads of them fall back meanwhile).
@@ -478,6 +477,7 @@ fn check_store_clock(skew: chrono::TimeDelta, grace: Duration, found: &mut Findi
     }
 }
 
+/// The file system type holding `dir` when it does not survive a reboot (tmpfs, ramfs).
 fn volatile_file_system(dir: &std::path::Path) -> Option<String> {
     let dir = std::fs::canonicalize(dir).ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
