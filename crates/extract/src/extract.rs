@@ -94,10 +94,7 @@ fn extract_field(
         let layout = regional.as_ref().unwrap_or(full);
         for (p, re) in compiled.patterns.iter().enumerate() {
             for caps in re.captures_iter(layout.folded().as_str()) {
-                let Some(m) = caps.name("value") else {
-                    continue;
-                };
-                found.add(spec.parser, compiled, page.index, layout, m.range(), p);
+                found.add(spec.parser, compiled, page.index, layout, &caps, p);
             }
         }
     }
@@ -107,6 +104,7 @@ fn extract_field(
             found.add_labelled(spec.parser, compiled, page.index, lp, hit);
         }
     }
+    found.settle_other_columns();
     let Found {
         candidates,
         unreadable,
@@ -176,9 +174,40 @@ pub fn read_field(
     Some(read(spec.fields[k].parser, &compiled.fields[k], raw))
 }
 
+/// The first line of a pattern's match when the match crosses a line break before its value
+/// (`label\s*(?P<value>…)` running onto the next line): the label as printed, in the folded
+/// text. `None` when the value is on the line the match starts on.
+fn label_line(folded: &str, whole: Range<usize>, value: &Range<usize>) -> Option<Range<usize>> {
+    let before = folded.get(whole.start..value.start)?;
+    let end = before.find('\n')?;
+    Some(whole.start..whole.start + end)
+}
+
+/// Whether a value's box sits under its label's: overlapping it horizontally and starting
+/// below the label's middle. A stacked cell prints its value so; a value beside the label's
+/// column, or above it (a text layer read on into another block), is another cell's.
+fn sits_under(label: BBox, value: BBox) -> bool {
+    value.x0 < label.x1 && value.x1 > label.x0 && value.y0 > (label.y0 + label.y1) / 2.0
+}
+
+/// Confidence kept by a pattern's value that a line break separates from its label and that
+/// does not sit under it: in a row of stacked cells (`CNTR NO   BILL OF LADING NO.` over
+/// `MSCU6394177   COSU6384120577`) reading order puts the neighbouring column's value first
+/// on the next line, so such a value is more likely another field's than this one's. Kept as
+/// evidence (a reviewer sees what the pattern matched), but at half its confidence it stays
+/// under the default confidence floor (0.6): alone, it asks for review rather than decides.
+const OTHER_COLUMN_FACTOR: f64 = 0.5;
+
+/// A field's candidates as they are found, before [`choose`].
 #[derive(Default)]
 struct Found {
     candidates: Vec<Candidate>,
+    /// For each candidate: whether it is a pattern's value from another column (see
+    /// [`OTHER_COLUMN_FACTOR`]).
+    other_column: Vec<bool>,
+    /// What the field's labels read by geometry, per page, whether or not it became a
+    /// candidate of its own (the same words may have been a pattern's already).
+    geometry: Vec<(u32, Value, f64)>,
     unreadable: Vec<Unreadable>,
     /// (page, original byte range) already taken: two patterns matching one place are one
     /// candidate, not two votes.
@@ -186,15 +215,21 @@ struct Found {
 }
 
 impl Found {
+    /// A pattern's match (on the layout's folded text): its `value` group is the candidate.
     fn add(
         &mut self,
         kind: ParserKind,
         field: &CompiledField,
         page: u32,
         layout: &PageLayout<'_>,
-        folded: Range<usize>,
+        caps: &regex::Captures<'_>,
         pattern: usize,
     ) {
+        let (Some(whole), Some(value)) = (caps.get(0), caps.name("value")) else {
+            return;
+        };
+        let folded = value.range();
+        let label = label_line(layout.folded().as_str(), whole.range(), &folded);
         let mut range = layout.folded().original_range(folded);
         // A shaped value the pattern cut short (OCR put a space inside it) takes the rest of
         // its line that completes it.
@@ -211,19 +246,31 @@ impl Found {
         let Some(evidence) = layout.evidence(range) else {
             return;
         };
+        // A label with no words on its line (the match began with the break) has no column.
+        let other_column = label
+            .and_then(|l| layout.evidence(layout.folded().original_range(l)))
+            .is_some_and(|l| !sits_under(l.bbox, evidence.bbox));
+        let factor = if other_column {
+            OTHER_COLUMN_FACTOR
+        } else {
+            1.0
+        };
         match read(kind, field, raw) {
-            Ok(parsed) => self.push(Candidate {
-                page,
-                bbox: evidence.bbox,
-                raw: raw.to_owned(),
-                confidence: round(evidence.confidence * parsed.certainty),
-                ocr_confidence: round(evidence.confidence),
-                certainty: parsed.certainty,
-                value: parsed.value,
-                pattern,
-                label_bbox: None,
-                template: None,
-            }),
+            Ok(parsed) => self.push(
+                Candidate {
+                    page,
+                    bbox: evidence.bbox,
+                    raw: raw.to_owned(),
+                    confidence: round(evidence.confidence * parsed.certainty * factor),
+                    ocr_confidence: round(evidence.confidence),
+                    certainty: parsed.certainty,
+                    value: parsed.value,
+                    pattern,
+                    label_bbox: None,
+                    template: None,
+                },
+                other_column,
+            ),
             Err(ParseError::Empty) => {}
             Err(e) => self.push_unreadable(page, evidence.bbox, raw, &e),
         }
@@ -248,11 +295,13 @@ impl Found {
                     let factor = (1.0 - LABEL_EDIT_COST * f64::from(hit.edits))
                         * (1.0 - DIRECTION_COST * preference.unwrap_or(0) as f64);
                     let ocr_confidence = lp.confidence(words);
+                    let confidence = round(ocr_confidence * parsed.certainty * factor);
+                    self.geometry.push((page, parsed.value.clone(), confidence));
                     self.add_once(Candidate {
                         page,
                         bbox: lp.union(words),
                         raw,
-                        confidence: round(ocr_confidence * parsed.certainty * factor),
+                        confidence,
                         ocr_confidence: round(ocr_confidence),
                         certainty: parsed.certainty,
                         value: parsed.value,
@@ -277,25 +326,60 @@ impl Found {
     }
 
     /// Adds a label's candidate unless the same words were read to the same value already (by
-    /// a pattern, or by another of the field's labels): one candidate, the better-founded.
+    /// a pattern, or by another of the field's labels): one candidate, the better-founded. A
+    /// pattern's value from another column that a label finds under itself is the label's.
     fn add_once(&mut self, candidate: Candidate) {
-        let same = self.candidates.iter_mut().find(|c| {
+        let same = self.candidates.iter().position(|c| {
             c.page == candidate.page
                 && c.bbox == candidate.bbox
                 && same_value(&c.value, &candidate.value)
         });
         match same {
-            Some(c) if c.label_bbox.is_some() && c.confidence < candidate.confidence => {
-                *c = candidate;
+            Some(k)
+                if self.other_column[k]
+                    || (self.candidates[k].label_bbox.is_some()
+                        && self.candidates[k].confidence < candidate.confidence) =>
+            {
+                self.candidates[k] = candidate;
+                self.other_column[k] = false;
             }
             Some(_) => {}
-            None => self.push(candidate),
+            None => self.push(candidate, false),
         }
     }
 
-    fn push(&mut self, candidate: Candidate) {
+    /// Where the field's own labels read a different value on the page of a pattern's value
+    /// from another column, the labels' reading is the page's: the pattern's stays as evidence,
+    /// below the label's by more than [`CONFLICT_MARGIN`], so it neither wins nor makes the
+    /// fact a conflict.
+    fn settle_other_columns(&mut self) {
+        let mut keep = Vec::with_capacity(self.candidates.len());
+        for (c, &other) in self.candidates.iter_mut().zip(&self.other_column) {
+            let geometry = self
+                .geometry
+                .iter()
+                .filter(|(page, value, _)| *page == c.page && !same_value(value, &c.value))
+                .map(|(_, _, confidence)| *confidence)
+                .reduce(f64::max);
+            match (other, geometry) {
+                // Under a label read so poorly that nothing fits below the margin: dropped.
+                (true, Some(g)) if g <= CONFLICT_MARGIN => keep.push(false),
+                (true, Some(g)) => {
+                    // One rounding step under the margin, so `choose`'s comparison is strict.
+                    c.confidence = round(c.confidence.min(round(g - CONFLICT_MARGIN) - 1e-4));
+                    keep.push(true);
+                }
+                _ => keep.push(true),
+            }
+        }
+        let mut keep = keep.into_iter();
+        self.candidates.retain(|_| keep.next().unwrap_or(true));
+    }
+
+    fn push(&mut self, candidate: Candidate, other_column: bool) {
         if self.candidates.len() < MAX_CANDIDATES {
             self.candidates.push(candidate);
+            self.other_column.push(other_column);
         }
     }
 
@@ -369,12 +453,21 @@ pub fn round(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
-/// Whether two readings mean the same thing for conflict purposes: text ignores case and
-/// accents, and an amount without a currency agrees with the same amount in any currency.
+/// Whether two readings mean the same thing for conflict purposes: text ignores case,
+/// accents and spaces, and an amount without a currency agrees with the same amount in any currency.
 /// Shared with every source of candidates (patterns, an external provider).
 pub fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Text(x), Value::Text(y)) => fold_str(x) == fold_str(y),
+        // A space OCR put inside an identifier (`DPI -2404-118`) does not make another value.
+        (Value::Text(x), Value::Text(y)) => {
+            let key = |s: &str| {
+                fold_str(s)
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect::<String>()
+            };
+            key(x) == key(y)
+        }
         (
             Value::Money {
                 amount: x,
@@ -649,6 +742,246 @@ document_types:
         );
         let blank = only_labels.replace("[reference, ref]", "['— | —']");
         assert!(Workflow::from_yaml(&blank).is_err());
+    }
+
+    /// A workflow whose `bl_number` pattern lets `\s*` run across the line break after its
+    /// label, as a user might write it; `labels` adds the label's geometry when given.
+    fn stacked(labels: &str) -> Workflow {
+        let yaml = format!(
+            r#"
+name: t
+version: 1
+document_types:
+  - id: bill_of_lading
+    title: Bill of lading
+    recognition:
+      keywords: [{{text: bill of lading, weight: 1}}]
+    fields:
+      - name: bl_number
+        parser: text
+        patterns: ['bill of lading no\.?\s*:?\s*(?P<value>[a-z]{{4}}\d{{6,}})']
+{labels}"#
+        );
+        Workflow::from_yaml(&yaml).unwrap()
+    }
+
+    /// A page of words placed by hand: (text, x0, y0, x1, reader line), each 0.012 high.
+    fn placed(words: &[(&str, f32, f32, f32, u32)], confidence: f32) -> PageText {
+        let mut page = grid_page(&[], confidence);
+        page.words = words
+            .iter()
+            .map(|&(text, x0, y0, x1, line)| ironclad_core::page::Word {
+                text: text.into(),
+                bbox: BBox {
+                    x0,
+                    y0,
+                    x1,
+                    y1: y0 + 0.012,
+                },
+                confidence,
+                line,
+            })
+            .collect();
+        page
+    }
+
+    const CNTR: &str = "MSCU6394177";
+    const BL: &str = "COSU6384120577";
+
+    /// `CNTR NO   BILL OF LADING NO.` over `MSCU6394177   COSU6384120577`: the pattern's
+    /// `\s*` crosses the line to the container printed under the left column's label.
+    fn two_columns() -> PageText {
+        placed(
+            &[
+                ("CNTR", 0.10, 0.20, 0.14, 0),
+                ("NO", 0.15, 0.20, 0.17, 0),
+                ("BILL", 0.50, 0.20, 0.54, 0),
+                ("OF", 0.55, 0.20, 0.57, 0),
+                ("LADING", 0.58, 0.20, 0.64, 0),
+                ("NO.", 0.65, 0.20, 0.68, 0),
+                (CNTR, 0.10, 0.216, 0.22, 1),
+                (BL, 0.50, 0.216, 0.64, 1),
+            ],
+            0.9,
+        )
+    }
+
+    fn raws(f: &Fact) -> Vec<(&str, f64)> {
+        f.candidates
+            .iter()
+            .map(|c| (c.raw.as_str(), c.confidence))
+            .collect()
+    }
+
+    #[test]
+    fn the_label_geometry_wins_over_a_pattern_that_crossed_into_another_column() {
+        let wf = stacked("        labels: ['bill of lading no']\n        value_at: [below]\n");
+        let facts = extract(&wf, "bill_of_lading", &[&two_columns()]);
+        let f = fact(&facts, "bl_number");
+        let chosen = f.chosen.clone().expect("a value");
+        assert_eq!(chosen.raw, BL, "{:?}", raws(f));
+        assert!(chosen.label_bbox.is_some(), "read under its label");
+        assert!(
+            !f.conflict,
+            "the other column's value is no conflict: {:?}",
+            raws(f)
+        );
+        let other = f.candidates.iter().find(|c| c.raw == CNTR).expect("kept");
+        assert!(
+            other.confidence < chosen.confidence - CONFLICT_MARGIN,
+            "{:?}",
+            raws(f)
+        );
+    }
+
+    #[test]
+    fn three_columns_the_middle_label_takes_the_value_under_it() {
+        // CNTR NO      BILL OF LADING NO.     VESSEL
+        // MSCU6394177  COSU6384120577         EVER ACE
+        let page = placed(
+            &[
+                ("CNTR", 0.05, 0.30, 0.09, 0),
+                ("NO", 0.10, 0.30, 0.12, 0),
+                ("BILL", 0.35, 0.30, 0.39, 0),
+                ("OF", 0.40, 0.30, 0.42, 0),
+                ("LADING", 0.43, 0.30, 0.49, 0),
+                ("NO.", 0.50, 0.30, 0.53, 0),
+                ("VESSEL", 0.70, 0.30, 0.76, 0),
+                (CNTR, 0.05, 0.316, 0.17, 1),
+                (BL, 0.35, 0.316, 0.49, 1),
+                ("EVER", 0.70, 0.316, 0.74, 1),
+                ("ACE", 0.75, 0.316, 0.78, 1),
+            ],
+            0.9,
+        );
+        let wf = stacked("        labels: ['bill of lading no']\n        value_at: [below]\n");
+        let facts = extract(&wf, "bill_of_lading", &[&page]);
+        let f = fact(&facts, "bl_number");
+        assert_eq!(f.chosen.as_ref().map(|c| c.raw.as_str()), Some(BL));
+        assert!(!f.conflict, "{:?}", raws(f));
+        // CNTR NO      VESSEL      BILL OF LADING NO.    (the label in the third column)
+        // MSCU6394177  EVER ACE    COSU6384120577
+        let page = placed(
+            &[
+                ("CNTR", 0.05, 0.30, 0.09, 0),
+                ("NO", 0.10, 0.30, 0.12, 0),
+                ("VESSEL", 0.35, 0.30, 0.41, 0),
+                ("BILL", 0.70, 0.30, 0.74, 0),
+                ("OF", 0.75, 0.30, 0.77, 0),
+                ("LADING", 0.78, 0.30, 0.84, 0),
+                ("NO.", 0.85, 0.30, 0.88, 0),
+                (CNTR, 0.05, 0.316, 0.17, 1),
+                ("EVER", 0.35, 0.316, 0.39, 1),
+                ("ACE", 0.40, 0.316, 0.43, 1),
+                (BL, 0.70, 0.316, 0.84, 1),
+            ],
+            0.9,
+        );
+        let facts = extract(&wf, "bill_of_lading", &[&page]);
+        let f = fact(&facts, "bl_number");
+        assert_eq!(
+            f.chosen.as_ref().map(|c| c.raw.as_str()),
+            Some(BL),
+            "{:?}",
+            raws(f)
+        );
+        assert!(!f.conflict, "{:?}", raws(f));
+        assert!(
+            f.candidates.iter().any(|c| c.raw == CNTR),
+            "kept as evidence"
+        );
+    }
+
+    #[test]
+    fn a_value_under_its_label_on_the_next_line_stays_as_it_was() {
+        // BILL OF LADING NO.
+        // COSU6384120577
+        let page = placed(
+            &[
+                ("BILL", 0.50, 0.20, 0.54, 0),
+                ("OF", 0.55, 0.20, 0.57, 0),
+                ("LADING", 0.58, 0.20, 0.64, 0),
+                ("NO.", 0.65, 0.20, 0.68, 0),
+                (BL, 0.50, 0.216, 0.64, 1),
+            ],
+            0.9,
+        );
+        for labels in [
+            "",
+            "        labels: ['bill of lading no']\n        value_at: [below]\n",
+        ] {
+            let facts = extract(&stacked(labels), "bill_of_lading", &[&page]);
+            let f = fact(&facts, "bl_number");
+            assert_eq!(
+                f.candidates.len(),
+                1,
+                "pattern and label read it once: {:?}",
+                raws(f)
+            );
+            let c = &f.candidates[0];
+            assert_eq!(
+                (c.raw.as_str(), c.pattern),
+                (BL, 0),
+                "the pattern found it first"
+            );
+            assert!(
+                (c.confidence - 0.9).abs() < 1e-9,
+                "full confidence: {}",
+                c.confidence
+            );
+        }
+    }
+
+    #[test]
+    fn a_text_layer_read_on_into_another_block_is_not_under_the_label() {
+        // A text layer reads block by block: the B/L cell's label ends a block, and the next
+        // block in reading order is the right-hand column higher up the page.
+        let mut page = placed(
+            &[
+                ("BILL", 0.10, 0.40, 0.14, 0),
+                ("OF", 0.15, 0.40, 0.17, 0),
+                ("LADING", 0.18, 0.40, 0.24, 0),
+                ("NO.", 0.25, 0.40, 0.28, 0),
+                (CNTR, 0.60, 0.10, 0.72, 1),
+                ("Shipper", 0.60, 0.12, 0.67, 2),
+                (BL, 0.10, 0.416, 0.24, 3),
+            ],
+            1.0,
+        );
+        page.line_blocks = vec![0, 1, 1, 2];
+        let facts = extract(&stacked(""), "bill_of_lading", &[&page]);
+        let f = fact(&facts, "bl_number");
+        assert_eq!(f.candidates.len(), 1, "{:?}", raws(f));
+        assert_eq!(f.candidates[0].raw, CNTR);
+        assert_eq!(f.candidates[0].confidence, OTHER_COLUMN_FACTOR);
+        // With the label's geometry, the value under it is read and the pattern's is evidence.
+        let wf = stacked("        labels: ['bill of lading no']\n        value_at: [below]\n");
+        let facts = extract(&wf, "bill_of_lading", &[&page]);
+        let f = fact(&facts, "bl_number");
+        assert_eq!(f.chosen.as_ref().map(|c| c.raw.as_str()), Some(BL));
+        assert!(!f.conflict, "{:?}", raws(f));
+    }
+
+    #[test]
+    fn without_labels_another_columns_value_is_not_taken_with_full_confidence() {
+        let facts = extract(&stacked(""), "bill_of_lading", &[&two_columns()]);
+        let f = fact(&facts, "bl_number");
+        let chosen = f.chosen.clone().expect("kept as the only reading");
+        assert_eq!(chosen.raw, CNTR);
+        assert_eq!(chosen.ocr_confidence, 0.9);
+        assert!(
+            (chosen.confidence - 0.9 * OTHER_COLUMN_FACTOR).abs() < 1e-9,
+            "below the default confidence floor (0.6): {}",
+            chosen.confidence
+        );
+        // A pattern that keeps to its line ([ \t]*) finds nothing there instead.
+        let yaml = WF.replace(
+            r"ref:\s*(?P<value>\S+)",
+            r"bill of lading no\.?[ \t]*:?[ \t]*(?P<value>[a-z]{4}\d{6,})",
+        );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let facts = extract(&wf, "customs_declaration", &[&two_columns()]);
+        assert!(fact(&facts, "reference").candidates.is_empty());
     }
 
     #[test]
