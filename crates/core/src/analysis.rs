@@ -51,18 +51,26 @@ pub struct PageClass {
     /// damaged title): the fields whose labels were found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_labels: Option<Vec<String>>,
+    /// When the page continues the document of the page before it (its index), having no
+    /// title or keywords enough of its own but that type's labels (`by_labels`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<u32>,
 }
 
 impl PageClass {
     /// What a reader of the page's row should know of how it was classified: why it is
-    /// UNKNOWN, or that it was recognized by its labels alone.
+    /// UNKNOWN, that it continues the document before it, or that it was recognized by its
+    /// labels alone.
     pub fn explanation(&self) -> Option<String> {
         self.reason.clone().or_else(|| {
-            self.by_labels.as_ref().map(|fields| {
-                format!(
-                    "no title or keywords enough; recognized by the labels of {}",
-                    fields.join(", ")
-                )
+            let fields = self.by_labels.as_ref()?.join(", ");
+            Some(match (self.continues, &self.doc_type) {
+                (Some(previous), Some(doc_type)) => format!(
+                    "continues the {doc_type} of page {}: no title or keywords enough, and shows \
+                     its labels of {fields}",
+                    previous + 1
+                ),
+                _ => format!("no title or keywords enough; recognized by the labels of {fields}"),
             })
         })
     }
@@ -170,6 +178,23 @@ mod tests {
         assert_eq!(
             analysis.pages[1].explanation().as_deref(),
             Some("no title or keywords enough; recognized by the labels of number")
+        );
+    }
+
+    /// A page that continues the document before it says so, and the field is absent from
+    /// every other page (so analyses stored before it read back unchanged, as above).
+    #[test]
+    fn a_continuation_page_reads_back_and_explains_itself() {
+        const PAGE: &str = r#"{"page":2,"doc_type":"invoice","confidence":0.5,"scores":[["invoice",0.2]],"first_page":false,"reason":null,"by_labels":["number","total"],"continues":1}"#;
+        let page: PageClass = serde_json::from_str(PAGE).expect("reads");
+        assert_eq!(page.continues, Some(1));
+        assert_eq!(serde_json::to_string(&page).expect("prints"), PAGE);
+        assert_eq!(
+            page.explanation().as_deref(),
+            Some(
+                "continues the invoice of page 2: no title or keywords enough, and shows its \
+                 labels of number, total"
+            )
         );
     }
 }

@@ -52,6 +52,7 @@ pub(crate) fn classify_layout(
         first_page: false,
         reason: Some(reason),
         by_labels: None,
+        continues: None,
     };
     // Keywords fell short (a damaged title, say): the page may still show most of one type's
     // labels and few of any other's.
@@ -67,6 +68,7 @@ pub(crate) fn classify_layout(
                 .is_some_and(|(_, c)| starts_document(c, text)),
             reason: None,
             by_labels: Some(found.fields),
+            continues: None,
         },
         Err(why) => unknown(format!("{reason}{why}")),
     };
@@ -110,7 +112,104 @@ pub(crate) fn classify_layout(
         first_page,
         reason: None,
         by_labels: None,
+        continues: None,
     }
+}
+
+/// Classifies a source's pages, in order: each page on its own ([`classify_layout`]), then
+/// each page left UNKNOWN that continues the document of the page before it
+/// ([`continuation`]).
+pub(crate) fn classify_source(workflow: &Workflow, layouts: &[PageLayout<'_>]) -> Vec<PageClass> {
+    let mut classes: Vec<PageClass> = layouts
+        .iter()
+        .map(|l| classify_layout(workflow, l.page().index, l))
+        .collect();
+    // In order, so that a third page may continue a second that continued the first.
+    for (k, layout) in layouts.iter().enumerate().skip(1) {
+        let (before, after) = classes.split_at_mut(k);
+        if let (Some(previous), Some(page)) = (before.last(), after.first_mut()) {
+            if let Some(continued) = continuation(workflow, previous, page, layout) {
+                *page = continued;
+            }
+        }
+    }
+    classes
+}
+
+/// Fewest of a type's fields whose labels a page must show to continue a document of it.
+const CONTINUATION_MIN_FIELDS: usize = 2;
+/// Least share of a type's labelled fields a page must show to continue a document of it.
+const CONTINUATION_MIN_SHARE: f64 = 0.25;
+
+/// The class of `page`, UNKNOWN for want of evidence, as the continuation of the document of
+/// type T on `previous`, the page before it in its source: page 2 of a declaration without a
+/// title or a "page 2 of 2" still shows the declaration's labels. It continues T when
+///
+/// - it has text, and its keywords are short of every type's `min_score` (an ambiguous page
+///   has strong evidence of two types and stays UNKNOWN);
+/// - it shows no title of any type, no type's `first_page` marker, and no line near another
+///   type's title (a first page whose title is damaged is another document);
+/// - it shows the labels of at least [`CONTINUATION_MIN_FIELDS`] of T's fields and
+///   [`CONTINUATION_MIN_SHARE`] of its labelled ones, at least one of them T's own (declared
+///   by no other type), and more fields' labels than any other type shows: labels every type
+///   prints (`container no`) tell nothing apart.
+///
+/// The page's confidence is the share of T's labelled fields it shows, as for a page
+/// recognized by labels, and it never starts a document. `None` when it does not continue T.
+fn continuation(
+    workflow: &Workflow,
+    previous: &PageClass,
+    page: &PageClass,
+    layout: &PageLayout<'_>,
+) -> Option<PageClass> {
+    let doc_type = previous.doc_type.as_deref()?;
+    let text = layout.folded().as_str();
+    if page.doc_type.is_some() || text.trim().is_empty() {
+        return None;
+    }
+    // An UNKNOWN page whose best score reaches its minimum is ambiguous.
+    let (best, score) = page.scores.first()?;
+    if workflow
+        .compiled_type(best)
+        .is_some_and(|(spec, _)| *score >= spec.recognition.min_score)
+    {
+        return None;
+    }
+    let forms = PageForms::new(text, layout);
+    let titled = workflow.types().any(|(_, compiled)| {
+        starts_document(compiled, text)
+            || compiled.keywords.iter().any(|k| match k {
+                CompiledKeyword::Title(title, _) => has_title(compiled, &forms, title),
+                _ => false,
+            })
+    });
+    let near_other_title =
+        closest_title(workflow, layout, &forms).is_some_and(|m| m.doc_type != doc_type);
+    if titled || near_other_title {
+        return None;
+    }
+    let mut matches = label_matches(workflow, layout);
+    let k = matches.iter().position(|m| m.doc_type == doc_type)?;
+    let ours = matches.swap_remove(k);
+    let found = ours.fields.len();
+    let leads = matches.iter().all(|m| m.fields.len() < found);
+    if found < CONTINUATION_MIN_FIELDS
+        || ours.share() < CONTINUATION_MIN_SHARE
+        || ours.own == 0
+        || !leads
+    {
+        return None;
+    }
+    Some(PageClass {
+        page: page.page,
+        doc_type: Some(doc_type.to_owned()),
+        confidence: ours.share(),
+        scores: page.scores.clone(),
+        first_page: false,
+        reason: None,
+        by_labels: Some(ours.fields),
+        continues: Some(previous.page),
+    })
 }
 
 /// Whether the page's text says it is a document's first page (`page 1 of 3`) and not a
@@ -151,6 +250,36 @@ fn by_labels<'w>(
     workflow: &'w Workflow,
     layout: &PageLayout<'_>,
 ) -> Result<LabelMatch<'w>, String> {
+    let mut matches = label_matches(workflow, layout);
+    // Stable: ties keep workflow order.
+    matches.sort_by_key(|m| std::cmp::Reverse((m.own, m.fields.len())));
+    let mut ranked = matches.into_iter();
+    let Some(best) = ranked.next() else {
+        return Err(String::new());
+    };
+    let runner_up = ranked.next();
+    let rival_own = runner_up.as_ref().map_or(0, |m| m.own);
+    if best.own >= 1 && best.fields.len() >= LABELS_MIN_FIELDS && best.own > rival_own {
+        return Ok(best);
+    }
+    let tie = match &runner_up {
+        Some(m) if best.own >= 1 && m.own == best.own => {
+            format!(", as many of its own as {}", m.doc_type)
+        }
+        _ => String::new(),
+    };
+    Err(format!(
+        "; by labels, {} shows {} of {} fields' labels, {} of them its own{tie}",
+        best.doc_type,
+        best.fields.len(),
+        best.labelled,
+        best.own
+    ))
+}
+
+/// What each type's labels find on the page, in workflow order; empty when no type declares
+/// labels.
+fn label_matches<'w>(workflow: &'w Workflow, layout: &PageLayout<'_>) -> Vec<LabelMatch<'w>> {
     // Each type's labels, to tell a type's own labels from shared ones.
     let labels_of: Vec<Vec<String>> = workflow
         .types()
@@ -162,10 +291,10 @@ fn by_labels<'w>(
         })
         .collect();
     if labels_of.iter().all(Vec::is_empty) {
-        return Err(String::new());
+        return Vec::new();
     }
     let page = crate::keyvalue::LabelPage::new(layout.page());
-    let mut matches: Vec<LabelMatch<'w>> = workflow
+    workflow
         .types()
         .enumerate()
         .map(|(t, (spec, compiled))| {
@@ -196,31 +325,7 @@ fn by_labels<'w>(
             }
             found
         })
-        .collect();
-    // Stable: ties keep workflow order.
-    matches.sort_by_key(|m| std::cmp::Reverse((m.own, m.fields.len())));
-    let mut ranked = matches.into_iter();
-    let Some(best) = ranked.next() else {
-        return Err(String::new());
-    };
-    let runner_up = ranked.next();
-    let rival_own = runner_up.as_ref().map_or(0, |m| m.own);
-    if best.own >= 1 && best.fields.len() >= LABELS_MIN_FIELDS && best.own > rival_own {
-        return Ok(best);
-    }
-    let tie = match &runner_up {
-        Some(m) if best.own >= 1 && m.own == best.own => {
-            format!(", as many of its own as {}", m.doc_type)
-        }
-        _ => String::new(),
-    };
-    Err(format!(
-        "; by labels, {} shows {} of {} fields' labels, {} of them its own{tie}",
-        best.doc_type,
-        best.fields.len(),
-        best.labelled,
-        best.own
-    ))
+        .collect()
 }
 
 /// The forms of one page's folded text that keywords are looked for in.
@@ -285,13 +390,31 @@ const NEAR_MISS_EXTRA_EDITS: u32 = 1;
 /// count (`; the closest line to a title is …`), or nothing when no line comes near. This is
 /// what tells a reader whether the page is another kind of document or a damaged one.
 fn near_miss_title(workflow: &Workflow, layout: &PageLayout<'_>, page: &PageForms<'_>) -> String {
-    struct Miss<'a> {
-        excess: u32,
-        line: &'a str,
-        doc_type: &'a str,
-        title: &'a str,
-        why: String,
-    }
+    closest_title(workflow, layout, page).map_or_else(String::new, |m| {
+        let line: String = m.line.trim().chars().take(60).collect();
+        format!(
+            "; the closest line to a title is {line:?}, like {}'s {:?} ({})",
+            m.doc_type, m.title, m.why
+        )
+    })
+}
+
+/// A line that comes near a type's title without counting as it.
+struct Miss<'a> {
+    excess: u32,
+    line: &'a str,
+    doc_type: &'a str,
+    title: &'a str,
+    why: String,
+}
+
+/// The line of the page closest to some type's title that did not count as it, if any comes
+/// within [`NEAR_MISS_EXTRA_EDITS`] of a title's tolerance (see [`near_miss_title`]).
+fn closest_title<'a>(
+    workflow: &'a Workflow,
+    layout: &'a PageLayout<'_>,
+    page: &PageForms<'_>,
+) -> Option<Miss<'a>> {
     let mut best: Option<Miss<'_>> = None;
     let printed = layout.text().lines();
     let lines = page.text.lines().zip(printed).zip(&page.may_title);
@@ -343,13 +466,7 @@ fn near_miss_title(workflow: &Workflow, layout: &PageLayout<'_>, page: &PageForm
             }
         }
     }
-    best.map_or_else(String::new, |m| {
-        let line: String = m.line.trim().chars().take(60).collect();
-        format!(
-            "; the closest line to a title is {line:?}, like {}'s {:?} ({})",
-            m.doc_type, m.title, m.why
-        )
-    })
+    best
 }
 
 /// Sum of the weights of the keywords found (each counted once), clamped to `[0, 1]` and
@@ -500,6 +617,131 @@ document_types:
         let c = classify_page(&trade(), &grid_page(&titled, 1.0));
         assert_eq!(c.doc_type.as_deref(), Some("bill_of_lading"));
         assert_eq!(c.by_labels, None);
+    }
+
+    /// `classify_source` over pages given as lines, numbered in order.
+    fn classify_lines(wf: &Workflow, pages: &[&[&str]]) -> Vec<PageClass> {
+        let pages: Vec<PageText> = pages
+            .iter()
+            .enumerate()
+            .map(|(i, lines)| {
+                let mut page = grid_page(lines, 1.0);
+                page.index = i as u32;
+                page
+            })
+            .collect();
+        let layouts: Vec<PageLayout<'_>> = pages.iter().map(PageLayout::new).collect();
+        classify_source(wf, &layouts)
+    }
+
+    const DECLARATION: &[&str] = &[
+        "CUSTOMS DECLARATION",
+        "Declaration No.: 25DER3NPXCTCB49A93",
+        "Customs office: DE004851 Hamburg",
+        "Declarant: Hamburg Customs Services Ltd.",
+    ];
+    /// Page 2 of that declaration: no title, no "page 2 of 2", two of its fields' labels (one
+    /// its own): too little to be recognized alone, enough after its page 1.
+    const SECOND_PAGE: &[&str] = &[
+        "47 CALCULATION OF TAXES",
+        "Declaration No. 25DER3NPXCTCB49A93",
+        "Invoice No. 2025.167.9648",
+        "Method of payment: deferred",
+    ];
+
+    fn types(classes: &[PageClass]) -> Vec<Option<&str>> {
+        classes.iter().map(|c| c.doc_type.as_deref()).collect()
+    }
+
+    #[test]
+    fn a_page_without_title_or_marker_continues_the_document_whose_labels_it_shows() {
+        let wf = trade();
+        let alone = classify_page(&wf, &grid_page(SECOND_PAGE, 1.0));
+        assert_eq!(alone.doc_type, None, "alone it is UNKNOWN: {alone:?}");
+        let classes = classify_lines(&wf, &[DECLARATION, SECOND_PAGE, SECOND_PAGE]);
+        let cd = Some("customs_declaration");
+        assert_eq!(types(&classes), [cd, cd, cd], "{classes:#?}");
+        let second = &classes[1];
+        assert!(!second.first_page);
+        assert_eq!(second.continues, Some(0));
+        assert_eq!(second.reason, None);
+        assert_eq!(
+            second.confidence, 0.25,
+            "2 of the declaration's 8 labelled fields"
+        );
+        assert_eq!(
+            second.explanation().as_deref(),
+            Some(
+                "continues the customs_declaration of page 1: no title or keywords enough, and \
+                 shows its labels of declaration_number, invoice_number"
+            )
+        );
+        assert_eq!(
+            classes[2].continues,
+            Some(1),
+            "a third page continues the second"
+        );
+        let segments = crate::segment::segment(&classes);
+        assert_eq!(segments.len(), 1, "{segments:?}");
+        assert_eq!(segments[0].pages, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_blank_page_another_type_or_too_little_evidence_is_not_swallowed() {
+        let wf = trade();
+        let unknown = |pages: &[&[&str]]| {
+            let classes = classify_lines(&wf, pages);
+            let last = classes.last().cloned().expect("pages");
+            assert_eq!(last.continues, None, "{last:?}");
+            last
+        };
+        // A blank page.
+        assert_eq!(unknown(&[DECLARATION, &[]]).doc_type, None);
+        // A page of another type keeps its type.
+        let invoice: &[&str] = &[
+            "COMMERCIAL INVOICE",
+            "Invoice No.: INV-1",
+            "Unit price 2.00",
+        ];
+        let c = unknown(&[DECLARATION, invoice]);
+        assert_eq!(c.doc_type.as_deref(), Some("commercial_invoice"));
+        assert!(c.first_page);
+        // One label only.
+        let one: &[&str] = &["Declaration No. 25DER3NPXCTCB49A93", "Method of payment"];
+        assert_eq!(unknown(&[DECLARATION, one]).doc_type, None);
+        // Labels every type prints tell nothing apart.
+        let shared: &[&str] = &["Container No. MSCU1234565", "Gross weight (kg) 12,694.3"];
+        assert_eq!(unknown(&[DECLARATION, shared]).doc_type, None);
+        // Another type's title, damaged: the first page of another document.
+        let titled: &[&str] = &["BIXX OF LAXING", SECOND_PAGE[1], SECOND_PAGE[2]];
+        assert_eq!(unknown(&[DECLARATION, titled]).doc_type, None);
+        // A first-page marker starts a document, of whatever type.
+        let first: &[&str] = &[SECOND_PAGE[1], SECOND_PAGE[2], "Page 1 of 2"];
+        assert_eq!(unknown(&[DECLARATION, first]).doc_type, None);
+        // Nothing to continue: after an UNKNOWN page, or after a page of another type.
+        assert_eq!(unknown(&[&["lorem ipsum"], SECOND_PAGE]).doc_type, None);
+        assert_eq!(unknown(&[invoice, SECOND_PAGE]).doc_type, None);
+    }
+
+    #[test]
+    fn an_ambiguous_page_is_not_continued() {
+        let yaml = format!(
+            "{TWO_TYPES}    fields:\n      - {{name: n, parser: text, labels: [packing no]}}\n      - {{name: m, parser: text, labels: [list no]}}\n"
+        );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let first: &[&str] = &["PACKING LIST", "gross kg"];
+        let both: &[&str] = &[
+            "Commercial invoice and packing list",
+            "unit price",
+            "packing no 1",
+            "list no 2",
+        ];
+        let classes = classify_lines(&wf, &[first, both]);
+        assert_eq!(classes[1].doc_type, None, "{:?}", classes[1]);
+        assert!(classes[1]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("ambiguous")));
     }
 
     #[test]

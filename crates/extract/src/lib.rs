@@ -55,11 +55,7 @@ pub fn layout_text(pages: &[PageText]) -> String {
 pub fn analyze(workflow: &Workflow, pages: &[PageText]) -> Analysis {
     // Each page is laid out and folded once, for classification and extraction alike.
     let layouts: Vec<layout::PageLayout<'_>> = pages.iter().map(layout::PageLayout::new).collect();
-    let classes: Vec<PageClass> = pages
-        .iter()
-        .zip(&layouts)
-        .map(|(p, l)| classify::classify_layout(workflow, p.index, l))
-        .collect();
+    let classes = classify::classify_source(workflow, &layouts);
     let mut next = 0;
     let segments = segment::segment(&classes)
         .into_iter()

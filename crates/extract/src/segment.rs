@@ -50,6 +50,7 @@ mod tests {
                 .is_none()
                 .then(|| "no keyword of any document type was found".to_owned()),
             by_labels: None,
+            continues: None,
         }
     }
 
@@ -96,6 +97,27 @@ mod tests {
                 (Some("commercial_invoice"), vec![2])
             ]
         );
+    }
+
+    #[test]
+    fn a_continued_page_joins_the_document_before_it_and_the_next_title_starts_another() {
+        let mut continued = page(1, Some("customs_declaration"), false, 0.25);
+        continued.by_labels = Some(vec!["declaration_number".into(), "invoice_number".into()]);
+        continued.continues = Some(0);
+        let pages = [
+            page(0, Some("customs_declaration"), true, 0.9),
+            continued,
+            page(2, Some("customs_declaration"), true, 0.9),
+        ];
+        let segments = segment(&pages);
+        assert_eq!(
+            summary(&segments),
+            [
+                (Some("customs_declaration"), vec![0, 1]),
+                (Some("customs_declaration"), vec![2])
+            ]
+        );
+        assert_eq!(segments[0].confidence, 0.25, "as sure as its weakest page");
     }
 
     #[test]

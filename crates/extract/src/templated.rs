@@ -56,6 +56,7 @@ pub fn unclassified(pages: &[PageText], reason: &str) -> Analysis {
             first_page: false,
             reason: Some(reason.to_owned()),
             by_labels: None,
+            continues: None,
         })
         .collect();
     Analysis {
