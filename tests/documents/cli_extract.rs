@@ -373,3 +373,106 @@ fn a_bill_of_lading_without_its_title_or_keywords_is_recognized_by_its_labels() 
         assert!(of(&after).is_some_and(|v| !v.is_null()), "{field} was read");
     }
 }
+
+/// The chosen value of `field` in the first segment of an `ironclad extract --json` report, and
+/// the whole fact.
+fn fact_of(report: &Value, field: &str) -> Value {
+    report["analysis"]["segments"][0]["facts"]
+        .as_array()
+        .and_then(|facts| facts.iter().find(|f| f["field"] == field))
+        .cloned()
+        .unwrap_or_else(|| panic!("{field} is extracted: {report:#}"))
+}
+
+/// A stacked row `CNTR NO | BILL OF LADING NO.` over `MSCU6394177 | COSU6384120577`, read from
+/// the text layer cell by cell: a pattern whose `\s*` runs across the line break after
+/// `BILL OF LADING NO.` meets the container first. The label's geometry reads the value under
+/// it, which wins without a conflict; without labels the container is not taken confidently.
+#[test]
+fn a_pattern_across_a_line_break_does_not_take_the_next_columns_value() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pages/stacked-two-columns.pdf");
+    let workflow = |labels: &str| {
+        format!(
+            r#"
+name: stacked
+version: 1
+document_types:
+  - id: bill_of_lading
+    title: Bill of lading
+    recognition:
+      keywords: [{{text: bill of lading, title: true, weight: 1}}]
+    fields:
+      - name: bl_number
+        parser: text
+        patterns: ['bill of lading no\.?\s*:?\s*(?P<value>[a-z]{{4}}\d{{6,}})']
+{labels}"#
+        )
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = |name: &str, labels: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, workflow(labels)).expect("workflow written");
+        let path = path.display().to_string();
+        fact_of(&extract_with(&file, &["--workflow", &path]), "bl_number")
+    };
+    let (container, bl) = ("MSCU6394177", "COSU6384120577");
+
+    let fact = run(
+        "labels.yaml",
+        "        labels: ['bill of lading no']\n        value_at: [below]\n",
+    );
+    let chosen = &fact["chosen"];
+    assert_eq!(chosen["raw"], bl, "{fact:#}");
+    assert!(
+        chosen["label_bbox"].is_object(),
+        "read under its label: {chosen}"
+    );
+    assert_eq!(fact["conflict"], false, "{fact:#}");
+    let other = fact["candidates"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["raw"] == container))
+        .unwrap_or_else(|| panic!("the pattern's reading is kept as evidence: {fact:#}"));
+    let (other, chosen) = (other["confidence"].as_f64(), chosen["confidence"].as_f64());
+    assert!(
+        other.zip(chosen).is_some_and(|(o, c)| o < c - 0.2),
+        "{fact:#}"
+    );
+
+    let fact = run("patterns-only.yaml", "");
+    let chosen = &fact["chosen"];
+    let confident = chosen["confidence"].as_f64().is_some_and(|c| c >= 0.6);
+    assert!(
+        !(chosen["raw"] == container && confident),
+        "the other column's value is not taken with full confidence: {fact:#}"
+    );
+}
+
+/// Page 2 of a customs declaration with no title, no "(continued)" and no "Page 2 of 2", but
+/// the declaration's labels (`Declaration No.`, `Invoice No.`), continues the declaration
+/// rather than becoming an UNKNOWN page that asks for review; the page says so.
+#[test]
+fn a_declarations_untitled_second_page_continues_it() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/pages/declaration-untitled-page-2.pdf");
+    let report = extract_one(&file);
+    let pages = &report["analysis"]["pages"];
+    assert_eq!(pages[0]["doc_type"], "customs_declaration", "{pages:#}");
+    let second = &pages[1];
+    assert_eq!(second["doc_type"], "customs_declaration", "{second:#}");
+    assert_eq!(second["continues"], 0, "{second:#}");
+    assert_eq!(second["first_page"], false, "{second:#}");
+    let labels: Vec<&str> = second["by_labels"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        labels,
+        ["declaration_number", "invoice_number"],
+        "{second:#}"
+    );
+    let segments = report["analysis"]["segments"].as_array().expect("segments");
+    assert_eq!(segments.len(), 1, "one document: {segments:#?}");
+    assert_eq!(segments[0]["segment"]["doc_type"], "customs_declaration");
+    assert_eq!(segments[0]["segment"]["pages"], serde_json::json!([0, 1]));
+}
