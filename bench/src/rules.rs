@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ironclad_core::page::BBox;
+use ironclad_core::page::{BBox, ReadMethod};
 use ironclad_core::parse::{Date, ParserKind, Value as Fact};
 use ironclad_core::rules::{
     evaluate, CaseFacts, DocumentFacts, Evidence, FactInput, RuleOutcome, RulesetSpec, Schema,
@@ -165,6 +165,9 @@ fn case(schema: &Schema) -> anyhow::Result<CaseFacts> {
                     }),
                     raw_text: Some(raw.into()),
                     confidence: Some(confidence),
+                    // Scanned pages: the costlier path, where a contradiction between
+                    // identifiers is also checked for OCR's confusions.
+                    read_method: Some(ReadMethod::Ocr),
                 },
                 conflict: false,
                 missing: false,

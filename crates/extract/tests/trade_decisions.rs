@@ -98,6 +98,8 @@ fn fact_input(source_id: Uuid, f: &Fact) -> FactInput {
                 bbox: Some(c.bbox),
                 raw_text: Some(c.raw.as_str().into()),
                 confidence: Some(c.confidence),
+                // Every page here is read from its text layer (`pages` above).
+                read_method: Some(ReadMethod::TextLayer),
             })
             .unwrap_or_default(),
         conflict: f.conflict,

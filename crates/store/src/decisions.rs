@@ -6,7 +6,7 @@
 
 use ironclad_core::audit::AuditEventType;
 use ironclad_core::notification::NotificationType;
-use ironclad_core::page::BBox;
+use ironclad_core::page::{BBox, ReadMethod};
 use ironclad_core::parse::Value;
 use ironclad_core::review::{Resolution, ReviewStatus};
 use ironclad_core::rules::{
@@ -118,11 +118,19 @@ LEFT JOIN rulesets r ON r.tenant_id = c.tenant_id AND r.workflow = coalesce(w.na
 WHERE c.id = $1 AND ($2::uuid IS NULL OR c.tenant_id = $2)
 "#;
 
-/// The facts of a generation's active segments, segment by segment.
+/// The facts of a generation's active segments, segment by segment, each with how its page
+/// was read (`pages.method`: the rules let OCR's confusions ask for review rather than block).
+/// $1 case, $2 generation. The page is found by the `pages` unique key (source, generation,
+/// page index), so the join costs one index probe per fact; a fact without a page, or whose
+/// page was not stored, gets no method (taken as written).
 const GENERATION_FACTS: &str = r#"
 SELECT s.id, s.source_id, s.doc_type, s.first_page, s.last_page,
-       f.field, f.value, f.raw_text, f.page, f.bbox, f.confidence, f.conflict, f.missing
-FROM segments s LEFT JOIN facts f ON f.segment_id = s.id
+       f.field, f.value, f.raw_text, f.page, f.bbox, f.confidence, f.conflict, f.missing,
+       p.method
+FROM segments s
+LEFT JOIN facts f ON f.segment_id = s.id
+LEFT JOIN pages p ON p.source_id = s.source_id AND p.generation = s.generation
+                 AND p.page_index = f.page
 WHERE s.case_id = $1 AND s.generation = $2 AND s.active
 ORDER BY s.source_id, s.ordinal, f.field
 "#;
@@ -274,6 +282,7 @@ pub(crate) async fn generation_facts(
         Option<f32>,
         Option<bool>,
         Option<bool>,
+        Option<String>,
     );
     let rows: Vec<Row> = sqlx::query_as(GENERATION_FACTS)
         .bind(case)
@@ -295,6 +304,7 @@ pub(crate) async fn generation_facts(
         conf,
         conflict,
         missing,
+        method,
     ) in rows
     {
         if documents.last().is_none_or(|d| d.segment_id != seg) {
@@ -323,12 +333,24 @@ pub(crate) async fn generation_facts(
                 bbox: bbox.and_then(|b| serde_json::from_value::<BBox>(b).ok()),
                 raw_text: raw.map(Into::into),
                 confidence: conf.map(f64::from),
+                read_method: method.as_deref().and_then(read_method),
             },
             conflict: conflict.unwrap_or(false),
             missing: missing.unwrap_or(false),
         });
     }
     Ok(CaseFacts { documents })
+}
+
+/// A `pages.method` as core names it; `None` for a spelling this build does not know (the
+/// table's CHECK allows none), which the rules take as a value read as written.
+fn read_method(method: &str) -> Option<ReadMethod> {
+    match method {
+        "text_layer" => Some(ReadMethod::TextLayer),
+        "ocr" => Some(ReadMethod::Ocr),
+        "provider" => Some(ReadMethod::Provider),
+        _ => None,
+    }
 }
 
 /// Evaluates and writes a decision of `origin` for the case generation, inside the caller's
@@ -540,5 +562,22 @@ impl Store {
             body,
             replayed: false,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_read_method_reads_back_from_its_pages_spelling() {
+        // The runtime writes `pages.method` in core's serde spelling; a method this mapping
+        // missed would make OCR's values look printed and let a misreading block.
+        for m in [ReadMethod::TextLayer, ReadMethod::Ocr, ReadMethod::Provider] {
+            let spelled = serde_json::to_value(m).ok();
+            let spelled = spelled.as_ref().and_then(|v| v.as_str()).unwrap_or("");
+            assert_eq!(read_method(spelled), Some(m), "{spelled}");
+        }
+        assert_eq!(read_method("typed"), None);
     }
 }

@@ -608,6 +608,7 @@ mod tests {
             }),
             raw_text: Some(raw.into()),
             confidence: Some(confidence),
+            read_method: None,
         };
         let fact = |field: &str, value: Option<Value>, raw: &str, confidence: f64| FactInput {
             field: field.to_owned(),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::compare::{self, Relation};
-use crate::page::BBox;
+use crate::page::{BBox, ReadMethod};
 use crate::parse::Value;
 
 /// Where a value was read, and how sure the reading is.
@@ -28,6 +28,13 @@ pub struct Evidence {
     /// How sure the extraction is, in `[0, 1]`. `None` (a value entered by a person) is
     /// taken as confident.
     pub confidence: Option<f64>,
+    /// How the page the value came from was read; `None` for a value a person entered, or
+    /// one recorded before this was kept. OCR (and a provider, which reads OCR text) may
+    /// confuse characters, so a difference it could explain asks for review instead of
+    /// blocking; a text layer is taken as printed. Left out of JSON when unknown, so frozen
+    /// snapshots written without it read back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_method: Option<ReadMethod>,
 }
 
 /// One extracted field of one document.
@@ -194,11 +201,23 @@ fn fact_order(a: &FactInput, b: &FactInput) -> Ordering {
         .then_with(|| ea.confidence.is_some().cmp(&eb.confidence.is_some()))
         .then_with(|| bbox_order(ea.bbox, eb.bbox))
         .then_with(|| a.missing.cmp(&b.missing))
+        // The method decides whether a difference may be OCR's: part of the order, so the
+        // choice between two facts alike in all else never depends on their arrival.
+        .then_with(|| method_rank(ea.read_method).cmp(&method_rank(eb.read_method)))
         .then_with(|| {
             // Rare (two facts alike in everything above): compare the values' JSON.
             let json = |f: &FactInput| serde_json::to_string(&f.value).unwrap_or_default();
             json(a).cmp(&json(b))
         })
+}
+
+fn method_rank(method: Option<ReadMethod>) -> u8 {
+    match method {
+        None => 0,
+        Some(ReadMethod::TextLayer) => 1,
+        Some(ReadMethod::Ocr) => 2,
+        Some(ReadMethod::Provider) => 3,
+    }
 }
 
 fn bbox_order(a: Option<BBox>, b: Option<BBox>) -> Ordering {
@@ -253,6 +272,24 @@ mod tests {
         let r = d.reading("container_number", 0.6);
         assert!(r.value.is_none() && r.fact.is_some());
         assert!(d.reading("nothing", 0.6).fact.is_none());
+    }
+
+    #[test]
+    fn snapshots_written_before_the_read_method_read_back_and_new_ones_keep_it() {
+        // A frozen snapshot's evidence, as decisions stored it before `read_method` existed.
+        let old = serde_json::json!({"source_id": null, "page": 0, "bbox": null,
+                                     "raw_text": "INV-1", "confidence": 0.9});
+        let e: Evidence = serde_json::from_value(old.clone()).expect("old evidence reads");
+        assert_eq!((e.read_method, e.confidence), (None, Some(0.9)));
+        // Unknown stays out of the JSON, so an old snapshot writes back unchanged.
+        assert_eq!(serde_json::to_value(&e).ok(), Some(old));
+        let ocr = Evidence {
+            read_method: Some(ReadMethod::Ocr),
+            ..e
+        };
+        let json = serde_json::to_value(&ocr).expect("evidence writes");
+        assert_eq!(json["read_method"], "ocr");
+        assert_eq!(serde_json::from_value::<Evidence>(json).ok(), Some(ocr));
     }
 
     #[test]
