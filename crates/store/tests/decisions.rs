@@ -11,7 +11,7 @@ use ironclad_store::decisions::{RulesApplied, RulesSource};
 use ironclad_store::jobs::{ClaimOutcome, ClaimedJob, Failure, FinalizeOutcome};
 use ironclad_store::replay::{ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
-use ironclad_store::results::{FactRow, SegmentRow, SourceResults};
+use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
 use ironclad_store::reviews::ReviewRequest;
 use ironclad_store::{Store, Transition};
 use ironclad_testkit::harness::commit_fixture_case;
@@ -745,6 +745,93 @@ async fn a_partial_reprocess_carries_the_other_sources_over_and_verify_accepts_i
         .await?;
     let effects = report.check(EFFECTS_ONCE).map(|c| c.violations);
     assert_eq!(effects, Some(0), "{:?}", report.check(EFFECTS_ONCE));
+    f.db.drop_database().await;
+    Ok(())
+}
+
+/// Issue 24: the facts the rules read carry how their page was read (`pages.method`, joined in
+/// the one facts statement), so a container number OCR may have misread (`M5CU` for `MSCU`)
+/// asks for review instead of blocking, and the snapshot and rule results show the method.
+/// The same two values from text layers still block.
+#[tokio::test]
+async fn a_difference_ocr_can_explain_asks_for_review_and_the_snapshot_says_how_values_were_read(
+) -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let store = f.store();
+    let rules = container_rules()?;
+    let page = |page_index: i32, method: &str| PageRow {
+        page_index,
+        method: method.into(),
+        confidence: 0.9,
+        rotation: 0,
+        doc_type: None,
+        class_confidence: None,
+        class_reason: None,
+        text: String::new(),
+        words: json!([]),
+    };
+    let read = |invoice_page: &str| {
+        let mut r = results("MSCU1234566", "M5CU1234566");
+        // Each fact on its own segment's page: the bill of lading on page 1, the invoice on 2.
+        for s in &mut r.segments {
+            for fact in &mut s.facts {
+                fact.page = Some(s.first_page);
+            }
+        }
+        r.pages = vec![page(0, "text_layer"), page(1, invoice_page)];
+        r
+    };
+    for (invoice_page, status) in [("ocr", "REVIEW_REQUIRED"), ("text_layer", "BLOCKED")] {
+        let case = f.case(1).await?;
+        let fin = read_case(&f, case, 1, &read(invoice_page)).await?;
+        assert_eq!(
+            store.finalize_case(&fin, &applied(&rules)).await?,
+            FinalizeOutcome::Decided
+        );
+        let d = store
+            .case_detail(None, case)
+            .await?
+            .and_then(|detail| detail.decision)
+            .ok_or_else(|| anyhow::anyhow!("no decision"))?;
+        assert_eq!(
+            d.status.as_str(),
+            status,
+            "{invoice_page}: {:?}",
+            d.rule_results
+        );
+        let rule = d
+            .rule_results
+            .iter()
+            .find(|r| r.rule_id == "container_agrees")
+            .ok_or_else(|| anyhow::anyhow!("no container_agrees"))?;
+        if invoice_page == "ocr" {
+            assert_eq!(rule.outcome, "REVIEW_REQUIRED");
+            assert!(
+                rule.message.ends_with(
+                    "readings differ only where OCR confuses characters: MSCU1234566 vs M5CU1234566"
+                ),
+                "{}",
+                rule.message
+            );
+        } else {
+            assert_eq!(rule.outcome, "FAIL", "{}", rule.message);
+        }
+        let methods: Vec<&serde_json::Value> = rule
+            .values
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| &v["evidence"]["read_method"])
+            .collect();
+        assert_eq!(methods, [&json!("text_layer"), &json!(invoice_page)]);
+        let snapshot: Vec<&serde_json::Value> = d.evidence["documents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|doc| &doc["facts"][0]["evidence"]["read_method"])
+            .collect();
+        assert_eq!(snapshot, [&json!("text_layer"), &json!(invoice_page)]);
+    }
     f.db.drop_database().await;
     Ok(())
 }

@@ -189,6 +189,16 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
+/// Whether `a` and `b` are identifiers (text or container numbers) that differ only where OCR
+/// confuses characters; see [`super::ocr_confusion`]. Whether OCR read either is the caller's
+/// question: this looks at the values alone.
+pub(crate) fn ocr_confusable(a: &Value, b: &Value) -> bool {
+    let is_identifier = |v: &Value| matches!(v, Value::Text(_) | Value::ContainerNumber { .. });
+    is_identifier(a)
+        && is_identifier(b)
+        && super::ocr_confusion::only_confusions(identifier(a), identifier(b))
+}
+
 /// The text of an identifier value.
 fn identifier(v: &Value) -> &str {
     match v {

@@ -306,3 +306,177 @@ proptest! {
         prop_assert_eq!(first, evaluate(&compiled, &shuffled));
     }
 }
+
+/// Issue 24: differences OCR can explain never block.
+///
+/// An identifier (letters, digits, hyphens, slashes) is printed on one document; another
+/// document carries a copy as OCR might read it: characters swapped within their confusion
+/// class (`I 1 l | i ! L`, `O 0 D Q o`, `S 5 s`, `B 8`, `Z 2 z`, `G 6`), case changed,
+/// hyphens and spaces added or dropped. Every identifier rule (EXACT_MATCH in both forms,
+/// AUTHORITY_PRECEDENCE) blocks on failure. Whichever document holds the OCR copy, and however
+/// the other was read, the decision is never BLOCKED. The same two values from text layers are
+/// taken as printed: BLOCKED exactly when they differ and neither is a cut-off of the other.
+mod ocr_misreadings {
+    use super::*;
+    use crate::page::ReadMethod;
+    use crate::rules::testkit::{doc, read_by};
+
+    const CLASSES: [&str; 6] = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
+
+    /// `original` as OCR might read it: per character, `op` picks what happens to it.
+    fn ocr_copy(original: &str, ops: &[(u8, u8)]) -> String {
+        let mut copy = String::with_capacity(original.len() * 2);
+        for (i, c) in original.chars().enumerate() {
+            let (op, pick) = ops.get(i).copied().unwrap_or((0, 0));
+            match op % 6 {
+                // Swapped for a member of its class (itself, maybe).
+                0 | 1 => copy.push(
+                    CLASSES
+                        .iter()
+                        .find(|k| k.contains(c))
+                        .and_then(|k| k.chars().nth(usize::from(pick) % k.chars().count()))
+                        .unwrap_or(c),
+                ),
+                2 => copy.push(c),
+                3 => {
+                    copy.push('-');
+                    copy.push(c);
+                }
+                4 => {
+                    copy.push(c);
+                    copy.push(' ');
+                }
+                // A separator dropped; any other character read in the other case.
+                _ if matches!(c, '-' | '/') => {}
+                _ if c.is_ascii_uppercase() => copy.push(c.to_ascii_lowercase()),
+                _ => copy.push(c.to_ascii_uppercase()),
+            }
+        }
+        copy
+    }
+
+    fn method(i: u8) -> Option<ReadMethod> {
+        [
+            None,
+            Some(ReadMethod::TextLayer),
+            Some(ReadMethod::Ocr),
+            Some(ReadMethod::Provider),
+        ][usize::from(i % 4)]
+    }
+
+    /// Every identifier rule over `field`, each blocking on failure.
+    fn identifier_rules(field: &str) -> CompiledRuleset {
+        let side = |t: &str| json!({"document_type": t, "field": field});
+        let rules = json!([
+            {"id": "across", "template": "EXACT_MATCH", "on_fail": "BLOCKED",
+             "params": {"field": field, "document_types":
+                        ["commercial_invoice", "customs_declaration", "packing_list"]}},
+            {"id": "cites", "template": "EXACT_MATCH", "on_fail": "BLOCKED",
+             "params": {"left": side("customs_declaration"), "right": side("commercial_invoice")}},
+            {"id": "authority", "template": "AUTHORITY_PRECEDENCE", "on_fail": "BLOCKED",
+             "params": {"field": field, "authority": "commercial_invoice",
+                        "others": ["customs_declaration", "packing_list"]}},
+        ]);
+        let spec: RulesetSpec = serde_json::from_value(json!({ "rules": rules })).expect("shape");
+        spec.compile(&schema()).expect("identifier rules compile")
+    }
+
+    /// An invoice, a declaration and maybe a packing list, each holding `field` as printed
+    /// and read the way given.
+    fn case(
+        field: &str,
+        invoice: (&str, Option<ReadMethod>),
+        declaration: (&str, Option<ReadMethod>),
+        packing_list: Option<(&str, Option<ReadMethod>)>,
+    ) -> crate::rules::CaseFacts {
+        let documents = [
+            ("commercial_invoice", 2, Some(invoice)),
+            ("customs_declaration", 3, Some(declaration)),
+            ("packing_list", 4, packing_list),
+        ]
+        .into_iter()
+        .filter_map(|(t, n, held)| {
+            let (printed, read) = held?;
+            let value = if field == "container_number" {
+                container(printed)
+            } else {
+                text(printed)
+            };
+            Some(DocumentFacts {
+                facts: vec![read_by(field, value, printed, read)],
+                ..doc(t, n)
+            })
+        })
+        .collect();
+        crate::rules::CaseFacts { documents }
+    }
+
+    /// The identifier as the rules compare it (README "How values compare").
+    fn key(s: &str) -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    }
+
+    /// One key a strict prefix or suffix of the other, under 70 % of its length.
+    fn cut_off(a: &str, b: &str) -> bool {
+        let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+        !short.is_empty()
+            && short.len() < long.len()
+            && (short.len() as f64) < 0.7 * long.len() as f64
+            && (long.starts_with(short) || long.ends_with(short))
+    }
+
+    fn explain(ev: &Evaluation) -> String {
+        let lines: Vec<String> = ev
+            .results
+            .iter()
+            .map(|r| format!("  {} {}: {}", r.rule_id, r.outcome, r.message))
+            .collect();
+        format!("{}\n{}", ev.summary, lines.join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn a_difference_ocr_can_explain_never_blocks(
+            original in "[A-Za-z0-9/-]{1,16}",
+            ops in prop::collection::vec((any::<u8>(), any::<u8>()), 16),
+            containers in any::<bool>(),
+            ocr_on_invoice in any::<bool>(),
+            provider in any::<bool>(),
+            other in any::<u8>(),
+            third in prop::option::of(any::<u8>()),
+        ) {
+            let copy = ocr_copy(&original, &ops);
+            let field = if containers { "container_number" } else { "invoice_number" };
+            let rules = identifier_rules(field);
+            let ocr = Some(if provider { ReadMethod::Provider } else { ReadMethod::Ocr });
+            let (invoice, declaration) = if ocr_on_invoice {
+                ((copy.as_str(), ocr), (original.as_str(), method(other)))
+            } else {
+                ((original.as_str(), method(other)), (copy.as_str(), ocr))
+            };
+            // A packing list, when there is one, holds the original too, read any way.
+            let packing_list = third.map(|m| (original.as_str(), method(m)));
+            let ev = evaluate(&rules, &case(field, invoice, declaration, packing_list));
+            prop_assert_ne!(ev.status, DecisionStatus::Blocked, "{:?} vs {:?}: {}", original, copy, explain(&ev));
+
+            // The same values, both printed in a text layer.
+            let layer = Some(ReadMethod::TextLayer);
+            let printed_case = case(field, (invoice.0, layer), (declaration.0, layer), None);
+            let ev = evaluate(&rules, &printed_case);
+            let (ka, kb) = (key(&original), key(&copy));
+            let expected = if ka == kb {
+                DecisionStatus::Ready
+            } else if cut_off(&ka, &kb) {
+                DecisionStatus::ReviewRequired
+            } else {
+                DecisionStatus::Blocked
+            };
+            prop_assert_eq!(ev.status, expected, "{:?} vs {:?}: {}", original, copy, explain(&ev));
+        }
+    }
+}

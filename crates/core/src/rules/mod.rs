@@ -11,6 +11,7 @@ mod compare;
 mod evaluate;
 mod facts;
 mod names;
+mod ocr_confusion;
 mod params;
 mod safeguards;
 mod spec;

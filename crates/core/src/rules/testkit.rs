@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use super::facts::{CaseFacts, DocumentFacts, Evidence, FactInput};
 use super::spec::{CompiledRuleset, RulesetSpec, Schema};
+use crate::page::ReadMethod;
 use crate::parse::{Date, Decimal, ParserKind, Value};
 
 /// The shipped trade workflow's document types and fields (see `workflows/trade.yaml`).
@@ -79,6 +80,19 @@ pub(crate) fn fact(field: &str, value: Value, confidence: f64) -> FactInput {
         conflict: false,
         missing: false,
     }
+}
+
+/// `fact` as printed (`raw`), from a page read by `method` (`None`: entered by a person).
+pub(crate) fn read_by(
+    field: &str,
+    value: Value,
+    raw: &str,
+    method: Option<ReadMethod>,
+) -> FactInput {
+    let mut f = fact(field, value, 0.9);
+    f.evidence.raw_text = Some(raw.into());
+    f.evidence.read_method = method;
+    f
 }
 
 /// A fact that was looked for and not found.

@@ -5,8 +5,10 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use super::{either, listing, push, Case, Observed, Piece, Verdict};
+use crate::parse::Value;
 use crate::rules::compare::{self, Relation};
 use crate::rules::names::Name;
+use crate::rules::ocr_confusion::OCR_CONFUSION;
 use crate::rules::params::{FieldRef, PairTest};
 use crate::rules::RuleOutcome;
 
@@ -32,7 +34,8 @@ pub(super) fn all_agree(case: &Case<'_>, field: &Name, types: &[Name]) -> Verdic
         let mut home = None;
         for (g, group) in groups.iter().enumerate() {
             let rep = group[0];
-            match compare::same(rep.value().unwrap_or(v), v) {
+            let rv = rep.value().unwrap_or(v);
+            match unless_misread(compare::same(rv, v), (rep, rv), (o, v)) {
                 Relation::Holds => {
                     home = Some(g);
                     break;
@@ -133,7 +136,7 @@ pub(super) fn pair(case: &Case<'_>, left: &FieldRef, right: &FieldRef, test: &Pa
             let (Some(x), Some(y)) = (a.value(), b.value()) else {
                 continue;
             };
-            match relate(test, x, y) {
+            match relate(test, (a, x), (b, y)) {
                 Relation::Holds => {
                     holds += 1;
                     first_hold.get_or_insert((a, b));
@@ -183,9 +186,14 @@ pub(super) fn pair(case: &Case<'_>, left: &FieldRef, right: &FieldRef, test: &Pa
     Verdict::new(RuleOutcome::Pass, message, values)
 }
 
-fn relate(test: &PairTest, a: &crate::parse::Value, b: &crate::parse::Value) -> Relation {
+fn relate(
+    test: &PairTest,
+    left: (&Observed<'_>, &Value),
+    right: (&Observed<'_>, &Value),
+) -> Relation {
+    let (a, b) = (left.1, right.1);
     match test {
-        PairTest::Equal => compare::same(a, b),
+        PairTest::Equal => unless_misread(compare::same(a, b), left, right),
         PairTest::Tolerance {
             absolute, relative, ..
         } => compare::within(a, b, absolute.as_ref(), relative.as_ref()),
@@ -204,6 +212,27 @@ fn relate(test: &PairTest, a: &crate::parse::Value, b: &crate::parse::Value) -> 
             }
             Err(r) => r,
         },
+    }
+}
+
+/// `relation`, unless it is a contradiction OCR could have caused: two identifiers that differ
+/// only where OCR confuses characters, at least one of them from a page OCR read. Then it is a
+/// doubt for a person (`readings differ only where OCR confuses characters: 1NV-2026740 vs
+/// INV-2026740`, `a` first), never a finding: a false block stops a consistent shipment, and
+/// only a difference the documents really state may do that. Two text-layer values that
+/// differ stay a contradiction.
+fn unless_misread(
+    relation: Relation,
+    (a, x): (&Observed<'_>, &Value),
+    (b, y): (&Observed<'_>, &Value),
+) -> Relation {
+    match relation {
+        Relation::Broken(_)
+            if (a.read_by_ocr() || b.read_by_ocr()) && compare::ocr_confusable(x, y) =>
+        {
+            Relation::Incomparable(text!(OCR_CONFUSION, ": ", a.as_read(), " vs ", b.as_read()))
+        }
+        other => other,
     }
 }
 
@@ -340,7 +369,8 @@ pub(super) fn authority(
             let (Some(x), Some(y)) = (a.value(), o.value()) else {
                 continue;
             };
-            match compare::same(x, y) {
+            // The reason names this document's reading first, as the message does.
+            match unless_misread(compare::same(x, y), (o, y), (a, x)) {
                 Relation::Holds => holds += 1,
                 Relation::Broken(_) => broken += 1,
                 Relation::Incomparable(why) => {

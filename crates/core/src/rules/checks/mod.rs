@@ -5,7 +5,9 @@
 //! One principle runs through every check: only confident values decide. A value below the
 //! confidence floor, an ambiguous reading, or a missing value asks for review, except that a
 //! contradiction between confident values fails the rule anyway (a doubtful third document
-//! does not excuse two confident ones that disagree).
+//! does not excuse two confident ones that disagree). Two identifiers that differ only where
+//! OCR confuses characters, one of them read by OCR, are no contradiction but a doubt
+//! ([`super::ocr_confusion`]): a reading doubt never blocks.
 
 /// `format!` into a buffer sized for a typical message: `format!` sizes its buffer from the
 /// literal pieces, so a message built from nested `Display`s would grow it several times.
@@ -45,6 +47,7 @@ use super::compare::Shown;
 use super::evaluate::ComparedValue;
 use super::facts::{CaseFacts, DocumentFacts, Evidence, Reading};
 use super::names::{Name, Names};
+use super::ocr_confusion;
 use super::params::Check;
 use super::spec::CompiledRuleset;
 use super::RuleOutcome;
@@ -365,6 +368,21 @@ impl<'a> Observed<'a> {
     pub fn printed(&self) -> &str {
         let d = self.description();
         &d.text[d.printed_at..]
+    }
+
+    /// The value as printed, without the quotes of [`Observed::printed`]: what OCR read.
+    pub fn as_read(&self) -> &str {
+        let printed = self.printed();
+        printed
+            .strip_prefix('"')
+            .and_then(|p| p.strip_suffix('"'))
+            .unwrap_or(printed)
+    }
+
+    /// Whether the value came from a page OCR (or a provider) read, so it may hold OCR's
+    /// confusions; a text layer's value, or a person's, is taken as written.
+    pub fn read_by_ocr(&self) -> bool {
+        ocr_confusion::read_by_ocr(self.reading().fact.and_then(|f| f.evidence.read_method))
     }
 
     fn description(&self) -> &Described {

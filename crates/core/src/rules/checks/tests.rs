@@ -444,6 +444,253 @@ mod truncated_readings {
     }
 }
 
+/// Issue 24: differences OCR can explain never block. Two identifiers that differ only where
+/// OCR confuses characters, one of them read by OCR (or a provider), ask for review in every
+/// identifier rule; read from text layers, they still fail.
+mod ocr_misreadings {
+    use super::*;
+    use crate::page::ReadMethod::{self, Ocr, Provider, TextLayer};
+    use crate::rules::testkit::read_by;
+
+    fn inv(d: DocumentFacts, raw: &str, method: Option<ReadMethod>) -> DocumentFacts {
+        push(d, read_by("invoice_number", text(raw), raw, method))
+    }
+
+    fn across() -> serde_json::Value {
+        rule(
+            "EXACT_MATCH",
+            json!({"field": "invoice_number", "document_types": ["commercial_invoice", "customs_declaration"]}),
+        )
+    }
+
+    fn cites() -> serde_json::Value {
+        rule(
+            "EXACT_MATCH",
+            json!({"left": {"document_type": "customs_declaration", "field": "invoice_number"},
+                   "right": {"document_type": "commercial_invoice", "field": "invoice_number"}}),
+        )
+    }
+
+    fn authority() -> serde_json::Value {
+        rule(
+            "AUTHORITY_PRECEDENCE",
+            json!({"field": "invoice_number", "authority": "commercial_invoice",
+                   "others": ["customs_declaration"]}),
+        )
+    }
+
+    #[test]
+    fn a_confusion_read_by_ocr_asks_for_review_in_every_identifier_rule() {
+        // The issue's dossier: OCR read `1NV-2026740` on the declaration.
+        let docs = || {
+            vec![
+                inv(ci(2), "INV-2026740", Some(TextLayer)),
+                inv(cd(3), "1NV-2026740", Some(Ocr)),
+            ]
+        };
+        assert_result(
+            &check(across(), docs()),
+            RuleOutcome::ReviewRequired,
+            "commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2026740\" vs \
+             customs_declaration (source 00000003, p. 1) invoice_number \"1NV-2026740\": \
+             readings differ only where OCR confuses characters: INV-2026740 vs 1NV-2026740",
+        );
+        assert_result(
+            &check(cites(), docs()),
+            RuleOutcome::ReviewRequired,
+            "customs_declaration (source 00000003, p. 1) invoice_number \"1NV-2026740\" does not match \
+             commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2026740\": \
+             readings differ only where OCR confuses characters: 1NV-2026740 vs INV-2026740",
+        );
+        assert_result(
+            &check(authority(), docs()),
+            RuleOutcome::ReviewRequired,
+            "customs_declaration (source 00000003, p. 1) invoice_number \"1NV-2026740\": \
+             readings differ only where OCR confuses characters: 1NV-2026740 vs INV-2026740",
+        );
+        let named = |id: &str, mut r: serde_json::Value| {
+            r["id"] = json!(id);
+            r
+        };
+        let all = json!([
+            named("across", across()),
+            named("cites", cites()),
+            named("authority", authority())
+        ]);
+        let ev = evaluate(&compile(all), &facts(docs()));
+        assert_eq!(ev.status, DecisionStatus::ReviewRequired, "{}", ev.summary);
+        // The result shows how each value was read.
+        let methods: Vec<_> = ev.results[0]
+            .values
+            .iter()
+            .map(|v| v.evidence.read_method)
+            .collect();
+        assert_eq!(methods, [Some(TextLayer), Some(Ocr)]);
+    }
+
+    #[test]
+    fn either_side_may_be_the_ocr_one_and_a_provider_counts_as_ocr() {
+        for (left, right) in [
+            (Some(Ocr), None),
+            (None, Some(Ocr)),
+            (Some(Provider), Some(TextLayer)),
+            (Some(Ocr), Some(Provider)),
+        ] {
+            let docs = || {
+                vec![
+                    inv(ci(2), "INV-2O26740", left),
+                    inv(cd(3), "lNV 2026740", right),
+                ]
+            };
+            for r in [across(), cites(), authority()] {
+                let r = check(r, docs());
+                assert_eq!(
+                    r.outcome,
+                    RuleOutcome::ReviewRequired,
+                    "{left:?} {right:?}: {}",
+                    r.message
+                );
+                assert!(
+                    r.message.ends_with(
+                        "readings differ only where OCR confuses characters: lNV 2026740 vs INV-2O26740"
+                    ) || r.message.ends_with(
+                        "readings differ only where OCR confuses characters: INV-2O26740 vs lNV 2026740"
+                    ),
+                    "{}",
+                    r.message
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn text_layer_values_that_differ_still_fail() {
+        // Two text layers (or values a person entered) are taken as printed: the documents
+        // really say different things.
+        for (left, right) in [
+            (Some(TextLayer), Some(TextLayer)),
+            (None, None),
+            (Some(TextLayer), None),
+        ] {
+            let docs = || {
+                vec![
+                    inv(ci(2), "INV-2026740", left),
+                    inv(cd(3), "1NV-2026740", right),
+                ]
+            };
+            for r in [across(), cites(), authority()] {
+                let r = check(r, docs());
+                assert_eq!(
+                    r.outcome,
+                    RuleOutcome::Fail,
+                    "{left:?} {right:?}: {}",
+                    r.message
+                );
+            }
+            let ev = evaluate(&compile(json!([cites()])), &facts(docs()));
+            assert_eq!(ev.status, DecisionStatus::Blocked, "{}", ev.summary);
+        }
+        assert_result(
+            &check(authority(), vec![
+                inv(ci(2), "INV-2026740", Some(TextLayer)),
+                inv(cd(3), "1NV-2026740", Some(TextLayer)),
+            ]),
+            RuleOutcome::Fail,
+            "commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2026740\" is authoritative; \
+             customs_declaration (source 00000003, p. 1) says \"1NV-2026740\"",
+        );
+    }
+
+    #[test]
+    fn ocr_does_not_excuse_a_difference_it_cannot_explain() {
+        for (a, b) in [
+            ("INV-2026740", "INV-2026741"), // 0 and 1 are no pair
+            ("INV-2026740", "1NV-2026746"), // one confusion beside a real difference
+            ("INV-2026740", "INV-202674"),  // a digit fewer (too long to be a cut-off)
+            ("DPI-2404-118", "DPI-2404-811"),
+        ] {
+            let docs = || vec![inv(ci(2), a, Some(Ocr)), inv(cd(3), b, Some(Ocr))];
+            for r in [across(), cites(), authority()] {
+                let r = check(r, docs());
+                assert_eq!(r.outcome, RuleOutcome::Fail, "{a} vs {b}: {}", r.message);
+            }
+        }
+    }
+
+    #[test]
+    fn container_numbers_too() {
+        let across = rule(
+            "EXACT_MATCH",
+            json!({"field": "container_number", "document_types": ["bill_of_lading", "commercial_invoice"]}),
+        );
+        let box_no = |d, raw: &str, method| {
+            push(d, read_by("container_number", container(raw), raw, method))
+        };
+        // The rules compare the codes they are given (the parser itself refuses a digit in
+        // the owner code, and flags a wrong check digit at a certainty below the floor).
+        let r = check(
+            across.clone(),
+            vec![
+                box_no(bl(1), "MSCU1234566", Some(TextLayer)),
+                box_no(ci(2), "M5CU1234566", Some(Ocr)),
+            ],
+        );
+        assert_result(
+            &r,
+            RuleOutcome::ReviewRequired,
+            "bill_of_lading (source 00000001, p. 1) container_number \"MSCU1234566\" vs \
+             commercial_invoice (source 00000002, p. 1) container_number \"M5CU1234566\": \
+             readings differ only where OCR confuses characters: MSCU1234566 vs M5CU1234566",
+        );
+        let r = check(
+            across,
+            vec![
+                box_no(bl(1), "MSCU1234566", Some(TextLayer)),
+                box_no(ci(2), "M5CU1234566", Some(TextLayer)),
+            ],
+        );
+        assert_eq!(r.outcome, RuleOutcome::Fail, "{}", r.message);
+    }
+
+    #[test]
+    fn a_misread_third_value_does_not_excuse_two_that_disagree() {
+        let r = check(
+            rule(
+                "EXACT_MATCH",
+                json!({"field": "invoice_number",
+                       "document_types": ["commercial_invoice", "customs_declaration", "packing_list"]}),
+            ),
+            vec![
+                inv(ci(2), "INV-2026740", Some(TextLayer)),
+                inv(cd(3), "INV-9999999", Some(TextLayer)),
+                inv(pl(4), "1NV-2026740", Some(Ocr)),
+            ],
+        );
+        assert_eq!(r.outcome, RuleOutcome::Fail, "{}", r.message);
+    }
+
+    #[test]
+    fn a_cut_off_start_still_asks_for_review_whatever_read_it() {
+        for method in [Some(TextLayer), Some(Ocr), None] {
+            let docs = || {
+                vec![
+                    inv(ci(2), "DPI-2404-118", method),
+                    inv(cd(3), "DPI", method),
+                ]
+            };
+            for r in [across(), cites(), authority()] {
+                let r = check(r, docs());
+                assert_eq!(r.outcome, RuleOutcome::ReviewRequired, "{}", r.message);
+                assert!(
+                    r.message.ends_with("one reading looks cut short"),
+                    "{}",
+                    r.message
+                );
+            }
+        }
+    }
+}
+
 mod exact_match_pair {
     use super::*;
 

@@ -1,0 +1,168 @@
+//! Differences OCR can explain: two readings of one identifier that differ only where OCR
+//! confuses characters (`1NV-2026740` for `INV-2026740`).
+//!
+//! Tesseract misreads a handful of glyphs that share their strokes: vertical bars (`I 1 l |
+//! i ! L`), rounds (`O 0 D Q o`), `S 5`, `B 8`, `Z 2` and `G 6`. When two documents' values
+//! differ only by such swaps and OCR read at least one of them, the difference says more about
+//! the scan than about the shipment: the rules ask a person instead of blocking (DESIGN §2,
+//! "a difference that OCR could explain asks a person").
+//!
+//! Deliberately narrow. The texts are compared as the rules compare identifiers (case, spaces
+//! and punctuation dropped), position by position, so a character OCR dropped or added is *not*
+//! explained: `INV-12` against `INV-112` is as likely a different invoice as a misreading, and
+//! a reading cut short already has its own rule ([`super::compare`]). The one exception is a
+//! bar-like mark (`|`, `!`): the rules drop it as punctuation, but OCR prints it for a stroke
+//! (`|NV-2026740`), so a second comparison keeps it in place of the letter it stands for.
+//! Every class holds exactly one digit, so two all-digit numbers are never explained.
+
+use crate::page::ReadMethod;
+
+/// What the rules say when a contradiction is one OCR could have caused.
+pub(crate) const OCR_CONFUSION: &str = "readings differ only where OCR confuses characters";
+
+/// Whether a value read this way may hold OCR's confusions: read by Tesseract, or by a
+/// provider (which reads OCR text too). A text layer, or a value a person entered (`None`),
+/// is taken as written.
+pub(crate) fn read_by_ocr(method: Option<ReadMethod>) -> bool {
+    matches!(method, Some(ReadMethod::Ocr | ReadMethod::Provider))
+}
+
+/// Whether identifiers `a` and `b` differ once case, spaces and punctuation are dropped, and
+/// differ only where OCR confuses characters: the same length, and every differing position a
+/// pair of one class (see the module doc).
+pub(crate) fn only_confusions(a: &str, b: &str) -> bool {
+    let differ = !key(a, false).eq(key(b, false));
+    differ && (classes(a, false).eq(classes(b, false)) || classes(a, true).eq(classes(b, true)))
+}
+
+/// The identifier as the rules compare it: letters and digits, lower-cased; with `bars`,
+/// also the bar-like marks OCR prints for a stroke.
+fn key(s: &str, bars: bool) -> impl Iterator<Item = char> + '_ {
+    s.chars()
+        .filter(move |c| c.is_alphanumeric() || (bars && is_bar(*c)))
+        .flat_map(char::to_lowercase)
+}
+
+/// [`key`], each character replaced by its confusion class's first member.
+fn classes(s: &str, bars: bool) -> impl Iterator<Item = char> + '_ {
+    key(s, bars).map(class)
+}
+
+fn is_bar(c: char) -> bool {
+    matches!(c, '|' | '!')
+}
+
+/// The class of a lower-cased character (upper case is already folded: `L` is `l`).
+fn class(c: char) -> char {
+    match c {
+        'i' | '1' | 'l' | '|' | '!' => 'i',
+        'o' | '0' | 'd' | 'q' => 'o',
+        's' | '5' => 's',
+        'b' | '8' => 'b',
+        'z' | '2' => 'z',
+        'g' | '6' => 'g',
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_issue_s_misreading_is_explained() {
+        assert!(only_confusions("1NV-2026740", "INV-2026740"));
+        assert!(only_confusions("INV-2026740", "lNV 2O26740"));
+        assert!(only_confusions("|NV-2026740", "INV-2026740"));
+        assert!(only_confusions("!NV-2026740", "inv2026740"));
+        assert!(only_confusions("MSCU1234566", "M5CU1234566"));
+        assert!(only_confusions("DPI-2404-118", "OPl-24O4-ll8"));
+        assert!(only_confusions("BZG-1", "8 2 6 - I"));
+    }
+
+    #[test]
+    fn each_class_and_only_within_it() {
+        let classes = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
+        for (n, class) in classes.iter().enumerate() {
+            for x in class.chars() {
+                for y in class.chars() {
+                    let (a, b) = (format!("AX{x}7"), format!("AX{y}7"));
+                    // Case alone is no difference at all, nor is one bar for another: both
+                    // are punctuation to the rules (`same` already holds).
+                    let differ = !(x.eq_ignore_ascii_case(&y) || (is_bar(x) && is_bar(y)));
+                    assert_eq!(only_confusions(&a, &b), differ, "{a} vs {b}");
+                }
+                for other in classes.iter().skip(n + 1) {
+                    for y in other.chars() {
+                        let (a, b) = (format!("AX{x}7"), format!("AX{y}7"));
+                        assert!(!only_confusions(&a, &b), "{a} vs {b}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn equal_identifiers_are_not_a_difference() {
+        assert!(!only_confusions("INV-2026740", "inv 2026740"));
+        assert!(!only_confusions("INV-2026740", "INV/2026740"));
+        assert!(!only_confusions("", ""));
+        // A bar where the other has a hyphen is punctuation on both sides.
+        assert!(!only_confusions("INV|2026740", "INV-2026740"));
+    }
+
+    #[test]
+    fn other_differences_are_not_explained() {
+        // A different digit, even beside a confusion.
+        assert!(!only_confusions("INV-2026740", "INV-2026741"));
+        assert!(!only_confusions("1NV-2026740", "INV-2026746"));
+        // Digits never stand for digits: all-digit numbers that differ stay different.
+        assert!(!only_confusions("1200", "1280"));
+        assert!(!only_confusions("2404118", "2404811"));
+        // A character dropped or added is not a confusion (a cut-off has its own rule).
+        assert!(!only_confusions("INV-12", "INV-112"));
+        assert!(!only_confusions("INV-2026740", "INV-202674"));
+        assert!(!only_confusions("INV-2026740", "INV-20267400"));
+        // A letter OCR dropped beside a bar it added is still one character short.
+        assert!(!only_confusions("|NV-2026740", "1INV-2026740"));
+        // Swapped characters are not confusions either.
+        assert!(!only_confusions("DPI-2404-118", "DPI-2404-811"));
+    }
+
+    #[test]
+    fn only_ocr_and_providers_misread() {
+        assert!(read_by_ocr(Some(ReadMethod::Ocr)));
+        assert!(read_by_ocr(Some(ReadMethod::Provider)));
+        assert!(!read_by_ocr(Some(ReadMethod::TextLayer)));
+        assert!(!read_by_ocr(None));
+    }
+
+    proptest! {
+        /// Symmetric, and never true of two texts the rules already take as the same.
+        #[test]
+        fn symmetric_and_never_for_the_same_identifier(a in "[A-Za-z0-9 |!/-]{0,12}", b in "[A-Za-z0-9 |!/-]{0,12}") {
+            prop_assert_eq!(only_confusions(&a, &b), only_confusions(&b, &a));
+            let same = key(&a, false).eq(key(&b, false));
+            prop_assert!(!(same && only_confusions(&a, &b)));
+        }
+
+        /// Any swap within a class is explained, whatever the case and separators.
+        #[test]
+        fn swaps_within_a_class_are_explained(
+            base in "[A-Z0-9]{1,12}",
+            picks in prop::collection::vec(any::<u8>(), 12),
+        ) {
+            let classes = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
+            let copy: String = base.chars().zip(&picks).map(|(c, p)| {
+                classes.iter().find(|k| k.contains(c)).map_or(c, |k| {
+                    let members: Vec<char> = k.chars().collect();
+                    members[usize::from(*p) % members.len()]
+                })
+            }).collect();
+            let spaced = copy.chars().flat_map(|c| [c, ' ']).collect::<String>();
+            let differ = !base.to_lowercase().eq(&copy.to_lowercase());
+            prop_assert_eq!(only_confusions(&base, &spaced), differ, "{} vs {}", base, spaced);
+        }
+    }
+}
