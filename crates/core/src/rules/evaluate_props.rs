@@ -319,9 +319,8 @@ proptest! {
 mod ocr_misreadings {
     use super::*;
     use crate::page::ReadMethod;
+    use crate::rules::ocr_confusion::CLASSES;
     use crate::rules::testkit::{doc, read_by};
-
-    const CLASSES: [&str; 6] = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
 
     /// `original` as OCR might read it: per character, `op` picks what happens to it.
     fn ocr_copy(original: &str, ops: &[(u8, u8)]) -> String {

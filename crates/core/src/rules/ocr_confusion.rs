@@ -20,6 +20,11 @@ use crate::page::ReadMethod;
 /// What the rules say when a contradiction is one OCR could have caused.
 pub(crate) const OCR_CONFUSION: &str = "readings differ only where OCR confuses characters";
 
+/// The confusion classes as the README lists them, each member a glyph OCR reads for another
+/// (upper and lower case where both occur): what tests build misreadings from.
+#[cfg(test)]
+pub(crate) const CLASSES: [&str; 6] = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
+
 /// Whether a value read this way may hold OCR's confusions: read by Tesseract, or by a
 /// provider (which reads OCR text too). A text layer, or a value a person entered (`None`),
 /// is taken as written.
@@ -83,8 +88,7 @@ mod tests {
 
     #[test]
     fn each_class_and_only_within_it() {
-        let classes = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
-        for (n, class) in classes.iter().enumerate() {
+        for (n, class) in CLASSES.iter().enumerate() {
             for x in class.chars() {
                 for y in class.chars() {
                     let (a, b) = (format!("AX{x}7"), format!("AX{y}7"));
@@ -93,7 +97,7 @@ mod tests {
                     let differ = !(x.eq_ignore_ascii_case(&y) || (is_bar(x) && is_bar(y)));
                     assert_eq!(only_confusions(&a, &b), differ, "{a} vs {b}");
                 }
-                for other in classes.iter().skip(n + 1) {
+                for other in CLASSES.iter().skip(n + 1) {
                     for y in other.chars() {
                         let (a, b) = (format!("AX{x}7"), format!("AX{y}7"));
                         assert!(!only_confusions(&a, &b), "{a} vs {b}");
@@ -153,9 +157,8 @@ mod tests {
             base in "[A-Z0-9]{1,12}",
             picks in prop::collection::vec(any::<u8>(), 12),
         ) {
-            let classes = ["I1l|i!L", "O0DQo", "S5s", "B8", "Z2z", "G6"];
             let copy: String = base.chars().zip(&picks).map(|(c, p)| {
-                classes.iter().find(|k| k.contains(c)).map_or(c, |k| {
+                CLASSES.iter().find(|k| k.contains(c)).map_or(c, |k| {
                     let members: Vec<char> = k.chars().collect();
                     members[usize::from(*p) % members.len()]
                 })

@@ -479,31 +479,40 @@ mod ocr_misreadings {
         )
     }
 
+    /// A value as printed, and how its page was read.
+    type Held<'a> = (&'a str, Option<ReadMethod>);
+
+    /// An invoice holding `a` and a declaration holding `b`.
+    fn docs((a, read_a): Held<'_>, (b, read_b): Held<'_>) -> Vec<DocumentFacts> {
+        vec![inv(ci(2), a, read_a), inv(cd(3), b, read_b)]
+    }
+
+    /// Each identifier rule's result over [`docs`]: across, cites, authority.
+    fn each_rule(a: Held<'_>, b: Held<'_>) -> [RuleResult; 3] {
+        [across(), cites(), authority()].map(|r| check(r, docs(a, b)))
+    }
+
     #[test]
     fn a_confusion_read_by_ocr_asks_for_review_in_every_identifier_rule() {
         // The issue's dossier: OCR read `1NV-2026740` on the declaration.
-        let docs = || {
-            vec![
-                inv(ci(2), "INV-2026740", Some(TextLayer)),
-                inv(cd(3), "1NV-2026740", Some(Ocr)),
-            ]
-        };
+        let (invoice, declaration) = (("INV-2026740", Some(TextLayer)), ("1NV-2026740", Some(Ocr)));
+        let [across_r, cites_r, authority_r] = each_rule(invoice, declaration);
         assert_result(
-            &check(across(), docs()),
+            &across_r,
             RuleOutcome::ReviewRequired,
             "commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2026740\" vs \
              customs_declaration (source 00000003, p. 1) invoice_number \"1NV-2026740\": \
              readings differ only where OCR confuses characters: INV-2026740 vs 1NV-2026740",
         );
         assert_result(
-            &check(cites(), docs()),
+            &cites_r,
             RuleOutcome::ReviewRequired,
             "customs_declaration (source 00000003, p. 1) invoice_number \"1NV-2026740\" does not match \
              commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2026740\": \
              readings differ only where OCR confuses characters: 1NV-2026740 vs INV-2026740",
         );
         assert_result(
-            &check(authority(), docs()),
+            &authority_r,
             RuleOutcome::ReviewRequired,
             "customs_declaration (source 00000003, p. 1) invoice_number \"1NV-2026740\": \
              readings differ only where OCR confuses characters: 1NV-2026740 vs INV-2026740",
@@ -517,7 +526,7 @@ mod ocr_misreadings {
             named("cites", cites()),
             named("authority", authority())
         ]);
-        let ev = evaluate(&compile(all), &facts(docs()));
+        let ev = evaluate(&compile(all), &facts(docs(invoice, declaration)));
         assert_eq!(ev.status, DecisionStatus::ReviewRequired, "{}", ev.summary);
         // The result shows how each value was read.
         let methods: Vec<_> = ev.results[0]
@@ -536,14 +545,7 @@ mod ocr_misreadings {
             (Some(Provider), Some(TextLayer)),
             (Some(Ocr), Some(Provider)),
         ] {
-            let docs = || {
-                vec![
-                    inv(ci(2), "INV-2O26740", left),
-                    inv(cd(3), "lNV 2026740", right),
-                ]
-            };
-            for r in [across(), cites(), authority()] {
-                let r = check(r, docs());
+            for r in each_rule(("INV-2O26740", left), ("lNV 2026740", right)) {
                 assert_eq!(
                     r.outcome,
                     RuleOutcome::ReviewRequired,
@@ -572,14 +574,8 @@ mod ocr_misreadings {
             (None, None),
             (Some(TextLayer), None),
         ] {
-            let docs = || {
-                vec![
-                    inv(ci(2), "INV-2026740", left),
-                    inv(cd(3), "1NV-2026740", right),
-                ]
-            };
-            for r in [across(), cites(), authority()] {
-                let r = check(r, docs());
+            let (invoice, declaration) = (("INV-2026740", left), ("1NV-2026740", right));
+            for r in each_rule(invoice, declaration) {
                 assert_eq!(
                     r.outcome,
                     RuleOutcome::Fail,
@@ -587,14 +583,18 @@ mod ocr_misreadings {
                     r.message
                 );
             }
-            let ev = evaluate(&compile(json!([cites()])), &facts(docs()));
+            let ev = evaluate(
+                &compile(json!([cites()])),
+                &facts(docs(invoice, declaration)),
+            );
             assert_eq!(ev.status, DecisionStatus::Blocked, "{}", ev.summary);
         }
+        let [_, _, authority_r] = each_rule(
+            ("INV-2026740", Some(TextLayer)),
+            ("1NV-2026740", Some(TextLayer)),
+        );
         assert_result(
-            &check(authority(), vec![
-                inv(ci(2), "INV-2026740", Some(TextLayer)),
-                inv(cd(3), "1NV-2026740", Some(TextLayer)),
-            ]),
+            &authority_r,
             RuleOutcome::Fail,
             "commercial_invoice (source 00000002, p. 1) invoice_number \"INV-2026740\" is authoritative; \
              customs_declaration (source 00000003, p. 1) says \"1NV-2026740\"",
@@ -609,9 +609,7 @@ mod ocr_misreadings {
             ("INV-2026740", "INV-202674"),  // a digit fewer (too long to be a cut-off)
             ("DPI-2404-118", "DPI-2404-811"),
         ] {
-            let docs = || vec![inv(ci(2), a, Some(Ocr)), inv(cd(3), b, Some(Ocr))];
-            for r in [across(), cites(), authority()] {
-                let r = check(r, docs());
+            for r in each_rule((a, Some(Ocr)), (b, Some(Ocr))) {
                 assert_eq!(r.outcome, RuleOutcome::Fail, "{a} vs {b}: {}", r.message);
             }
         }
@@ -672,14 +670,7 @@ mod ocr_misreadings {
     #[test]
     fn a_cut_off_start_still_asks_for_review_whatever_read_it() {
         for method in [Some(TextLayer), Some(Ocr), None] {
-            let docs = || {
-                vec![
-                    inv(ci(2), "DPI-2404-118", method),
-                    inv(cd(3), "DPI", method),
-                ]
-            };
-            for r in [across(), cites(), authority()] {
-                let r = check(r, docs());
+            for r in each_rule(("DPI-2404-118", method), ("DPI", method)) {
                 assert_eq!(r.outcome, RuleOutcome::ReviewRequired, "{}", r.message);
                 assert!(
                     r.message.ends_with("one reading looks cut short"),
