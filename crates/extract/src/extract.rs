@@ -176,11 +176,13 @@ pub fn read_field(
 
 /// The first line of a pattern's match when the match crosses a line break before its value
 /// (`label\s*(?P<value>…)` running onto the next line): the label as printed, in the folded
-/// text. `None` when the value is on the line the match starts on.
+/// text. `None` when the value is on the line the match's text starts on (blanks a leading
+/// `\s*` took from the lines before do not count).
 fn label_line(folded: &str, whole: Range<usize>, value: &Range<usize>) -> Option<Range<usize>> {
     let before = folded.get(whole.start..value.start)?;
-    let end = before.find('\n')?;
-    Some(whole.start..whole.start + end)
+    let start = whole.start + (before.len() - before.trim_start().len());
+    let end = before.trim_start().find('\n')?;
+    Some(start..start + end)
 }
 
 /// Whether a value's box sits under its label's: overlapping it horizontally and starting
@@ -396,9 +398,9 @@ impl Found {
 }
 
 /// Confidence a label's candidate loses per edit between the label and what is printed.
-const LABEL_EDIT_COST: f64 = 0.05;
+pub(crate) const LABEL_EDIT_COST: f64 = 0.05;
 /// Confidence a label's candidate loses when found in its second-choice direction.
-const DIRECTION_COST: f64 = 0.05;
+pub(crate) const DIRECTION_COST: f64 = 0.05;
 
 /// The longest start of `run` (word indices) that the field's parser reads, with its text; or
 /// the whole run's text and why it could not be read.
@@ -982,6 +984,16 @@ document_types:
         let wf = Workflow::from_yaml(&yaml).unwrap();
         let facts = extract(&wf, "customs_declaration", &[&two_columns()]);
         assert!(fact(&facts, "reference").candidates.is_empty());
+    }
+
+    #[test]
+    fn the_label_of_a_match_is_its_first_line_with_text() {
+        let text = "x\n\n bill of lading no.\nmscu6394177";
+        let (start, value) = (1, text.len() - 11..text.len());
+        let label = label_line(text, start..text.len(), &value).expect("crosses a line");
+        assert_eq!(&text[label], "bill of lading no.");
+        let text = "bill of lading no. mscu6394177";
+        assert_eq!(label_line(text, 0..text.len(), &(19..text.len())), None);
     }
 
     #[test]
