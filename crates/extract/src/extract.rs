@@ -489,7 +489,7 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::tests::grid_page;
+    use crate::layout::tests::{grid_page, placed_page};
     use crate::workflow::WorkflowError;
 
     const WF: &str = r#"
@@ -767,24 +767,21 @@ document_types:
         Workflow::from_yaml(&yaml).unwrap()
     }
 
-    /// A page of words placed by hand: (text, x0, y0, x1, reader line), each 0.012 high.
-    fn placed(words: &[(&str, f32, f32, f32, u32)], confidence: f32) -> PageText {
-        let mut page = grid_page(&[], confidence);
-        page.words = words
-            .iter()
-            .map(|&(text, x0, y0, x1, line)| ironclad_core::page::Word {
-                text: text.into(),
-                bbox: BBox {
-                    x0,
-                    y0,
-                    x1,
-                    y1: y0 + 0.012,
-                },
-                confidence,
-                line,
-            })
-            .collect();
-        page
+    /// A row of stacked cells, each `(x, label, value)`: the labels' words on one reader line
+    /// at y = 0.30, the values' under them on the next, 0.01 of the page per character.
+    fn stacked_cells(cells: &[(f32, &str, &str)]) -> PageText {
+        let mut words = Vec::new();
+        for (line, y) in [(0, 0.30), (1, 0.316)] {
+            for &(x, label, value) in cells {
+                let mut x = x;
+                for word in [label, value][line as usize].split_whitespace() {
+                    let x1 = x + 0.01 * word.chars().count() as f32;
+                    words.push((word, x, y, x1, line));
+                    x = x1 + 0.01;
+                }
+            }
+        }
+        placed_page(&words, 0.9)
     }
 
     const CNTR: &str = "MSCU6394177";
@@ -793,19 +790,7 @@ document_types:
     /// `CNTR NO   BILL OF LADING NO.` over `MSCU6394177   COSU6384120577`: the pattern's
     /// `\s*` crosses the line to the container printed under the left column's label.
     fn two_columns() -> PageText {
-        placed(
-            &[
-                ("CNTR", 0.10, 0.20, 0.14, 0),
-                ("NO", 0.15, 0.20, 0.17, 0),
-                ("BILL", 0.50, 0.20, 0.54, 0),
-                ("OF", 0.55, 0.20, 0.57, 0),
-                ("LADING", 0.58, 0.20, 0.64, 0),
-                ("NO.", 0.65, 0.20, 0.68, 0),
-                (CNTR, 0.10, 0.216, 0.22, 1),
-                (BL, 0.50, 0.216, 0.64, 1),
-            ],
-            0.9,
-        )
+        stacked_cells(&[(0.10, "CNTR NO", CNTR), (0.50, "BILL OF LADING NO.", BL)])
     }
 
     fn raws(f: &Fact) -> Vec<(&str, f64)> {
@@ -837,77 +822,37 @@ document_types:
     }
 
     #[test]
-    fn three_columns_the_middle_label_takes_the_value_under_it() {
-        // CNTR NO      BILL OF LADING NO.     VESSEL
-        // MSCU6394177  COSU6384120577         EVER ACE
-        let page = placed(
-            &[
-                ("CNTR", 0.05, 0.30, 0.09, 0),
-                ("NO", 0.10, 0.30, 0.12, 0),
-                ("BILL", 0.35, 0.30, 0.39, 0),
-                ("OF", 0.40, 0.30, 0.42, 0),
-                ("LADING", 0.43, 0.30, 0.49, 0),
-                ("NO.", 0.50, 0.30, 0.53, 0),
-                ("VESSEL", 0.70, 0.30, 0.76, 0),
-                (CNTR, 0.05, 0.316, 0.17, 1),
-                (BL, 0.35, 0.316, 0.49, 1),
-                ("EVER", 0.70, 0.316, 0.74, 1),
-                ("ACE", 0.75, 0.316, 0.78, 1),
-            ],
-            0.9,
-        );
+    fn three_columns_the_label_takes_the_value_under_it() {
         let wf = stacked("        labels: ['bill of lading no']\n        value_at: [below]\n");
-        let facts = extract(&wf, "bill_of_lading", &[&page]);
-        let f = fact(&facts, "bl_number");
-        assert_eq!(f.chosen.as_ref().map(|c| c.raw.as_str()), Some(BL));
-        assert!(!f.conflict, "{:?}", raws(f));
-        // CNTR NO      VESSEL      BILL OF LADING NO.    (the label in the third column)
-        // MSCU6394177  EVER ACE    COSU6384120577
-        let page = placed(
-            &[
-                ("CNTR", 0.05, 0.30, 0.09, 0),
-                ("NO", 0.10, 0.30, 0.12, 0),
-                ("VESSEL", 0.35, 0.30, 0.41, 0),
-                ("BILL", 0.70, 0.30, 0.74, 0),
-                ("OF", 0.75, 0.30, 0.77, 0),
-                ("LADING", 0.78, 0.30, 0.84, 0),
-                ("NO.", 0.85, 0.30, 0.88, 0),
-                (CNTR, 0.05, 0.316, 0.17, 1),
-                ("EVER", 0.35, 0.316, 0.39, 1),
-                ("ACE", 0.40, 0.316, 0.43, 1),
-                (BL, 0.70, 0.316, 0.84, 1),
+        // The B/L's cell on the right: the pattern crosses the line to the first value of
+        // the next, two columns away or (the first cell empty) in the middle.
+        for cells in [
+            [
+                (0.05, "CNTR NO", CNTR),
+                (0.35, "VESSEL", "EVER ACE"),
+                (0.70, "BILL OF LADING NO.", BL),
             ],
-            0.9,
-        );
-        let facts = extract(&wf, "bill_of_lading", &[&page]);
-        let f = fact(&facts, "bl_number");
-        assert_eq!(
-            f.chosen.as_ref().map(|c| c.raw.as_str()),
-            Some(BL),
-            "{:?}",
-            raws(f)
-        );
-        assert!(!f.conflict, "{:?}", raws(f));
-        assert!(
-            f.candidates.iter().any(|c| c.raw == CNTR),
-            "kept as evidence"
-        );
+            [
+                (0.05, "MARKS", ""),
+                (0.35, "CNTR NO", CNTR),
+                (0.70, "BILL OF LADING NO.", BL),
+            ],
+        ] {
+            let facts = extract(&wf, "bill_of_lading", &[&stacked_cells(&cells)]);
+            let f = fact(&facts, "bl_number");
+            let chosen = f.chosen.as_ref().map(|c| c.raw.as_str());
+            assert_eq!(chosen, Some(BL), "{:?}", raws(f));
+            assert!(!f.conflict, "{:?}", raws(f));
+            let other = f.candidates.iter().find(|c| c.raw == CNTR);
+            assert!(other.is_some(), "kept as evidence: {:?}", raws(f));
+        }
     }
 
     #[test]
     fn a_value_under_its_label_on_the_next_line_stays_as_it_was() {
         // BILL OF LADING NO.
         // COSU6384120577
-        let page = placed(
-            &[
-                ("BILL", 0.50, 0.20, 0.54, 0),
-                ("OF", 0.55, 0.20, 0.57, 0),
-                ("LADING", 0.58, 0.20, 0.64, 0),
-                ("NO.", 0.65, 0.20, 0.68, 0),
-                (BL, 0.50, 0.216, 0.64, 1),
-            ],
-            0.9,
-        );
+        let page = stacked_cells(&[(0.50, "BILL OF LADING NO.", BL)]);
         for labels in [
             "",
             "        labels: ['bill of lading no']\n        value_at: [below]\n",
@@ -938,7 +883,7 @@ document_types:
     fn a_text_layer_read_on_into_another_block_is_not_under_the_label() {
         // A text layer reads block by block: the B/L cell's label ends a block, and the next
         // block in reading order is the right-hand column higher up the page.
-        let mut page = placed(
+        let mut page = placed_page(
             &[
                 ("BILL", 0.10, 0.40, 0.14, 0),
                 ("OF", 0.15, 0.40, 0.17, 0),

@@ -440,33 +440,12 @@ fn is_rule_mark(word: &Word) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::tests::placed_page;
     use crate::workflow::Workflow;
-    use ironclad_core::page::ReadMethod;
 
     /// A page of words placed by hand: (text, x0, y0, x1, line); every word 0.012 high.
     fn page(words: &[(&str, f32, f32, f32, u32)]) -> PageText {
-        PageText {
-            line_blocks: Vec::new(),
-            index: 0,
-            method: ReadMethod::TextLayer,
-            confidence: 1.0,
-            rotation: 0,
-            size_pt: None,
-            words: words
-                .iter()
-                .map(|&(text, x0, y0, x1, line)| Word {
-                    text: text.into(),
-                    bbox: BBox {
-                        x0,
-                        y0,
-                        x1,
-                        y1: y0 + 0.012,
-                    },
-                    confidence: 1.0,
-                    line,
-                })
-                .collect(),
-        }
+        placed_page(words, 1.0)
     }
 
     fn field(labels: &str, value_at: &str) -> CompiledField {

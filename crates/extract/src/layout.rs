@@ -571,6 +571,27 @@ pub(crate) mod tests {
         }
     }
 
+    /// A page of words placed by hand: (text, x0, y0, x1, reader line), each 0.012 high and
+    /// read with `confidence`.
+    pub(crate) fn placed_page(words: &[(&str, f32, f32, f32, u32)], confidence: f32) -> PageText {
+        let mut page = grid_page(&[], confidence);
+        page.words = words
+            .iter()
+            .map(|&(text, x0, y0, x1, line)| Word {
+                text: text.into(),
+                bbox: BBox {
+                    x0,
+                    y0,
+                    x1,
+                    y1: y0 + 0.012,
+                },
+                confidence,
+                line,
+            })
+            .collect();
+        page
+    }
+
     #[test]
     fn columns_inside_a_word_follow_its_letters_widths() {
         // `illWWW` over 0..1: the narrow letters take a sixth of it, not half.
