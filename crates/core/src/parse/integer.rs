@@ -23,6 +23,10 @@ const GROUPED_COUNT: f64 = 0.9;
 /// goes against the document's locale, so something is off (maybe the wrong field).
 const GROUPED_AGAINST_HINT: f64 = 0.7;
 
+/// Factor for a count followed by a full stop (`788.`): whole, and the stop most likely ends a
+/// sentence, but it might be what is left of a fraction.
+const TRAILING_STOP: f64 = 0.95;
+
 /// Factor for a count written with a zero fraction (`12.00`): whole, but counts are rarely
 /// written that way, so the field may hold an amount instead.
 const ZERO_FRACTION: f64 = 0.8;
@@ -33,6 +37,12 @@ pub fn parse(raw: &str, hints: &ParseHints) -> Result<Parsed, ParseError> {
     let bad = |reason: String| ParseError::invalid(ParserKind::Integer, raw, reason);
     let text = non_empty(raw)?;
     let number = strip_count_word(text).map_err(bad)?;
+    // `Number of packages: 788. CARTONS`: a full stop (or a speck OCR read as one) after a
+    // count ends the sentence, it is no decimal mark.
+    let (number, stop) = match number.strip_suffix(['.', ',']) {
+        Some(n) if n.ends_with(|c: char| c.is_ascii_digit()) => (n, TRAILING_STOP),
+        _ => (number, 1.0),
+    };
     let reading = numeral::read(number, hints).map_err(bad)?;
 
     let (value, certainty) = match reading.alternative {
@@ -51,7 +61,7 @@ pub fn parse(raw: &str, hints: &ParseHints) -> Result<Parsed, ParseError> {
     let value = value
         .to_i64()
         .ok_or_else(|| bad("too large for a 64-bit integer".into()))?;
-    Ok(Parsed::new(Value::Integer(value), certainty))
+    Ok(Parsed::new(Value::Integer(value), certainty * stop))
 }
 
 /// Returns the number part of `12 PKGS`, refusing any trailing word not in [`COUNT_WORDS`].
@@ -84,6 +94,16 @@ mod tests {
             Value::Integer(i) => (i, p.certainty),
             other => panic!("unexpected {other:?}"),
         })
+    }
+
+    #[test]
+    fn a_full_stop_after_a_count_ends_the_sentence() {
+        assert_eq!(int("788.", None).map(|r| r.0), Ok(788));
+        assert_eq!(int("788. CARTONS", None).map(|r| r.0), Ok(788));
+        assert!(int("788.", None).is_ok_and(|(_, c)| c < 1.0));
+        assert_eq!(int("1,234.", None).map(|r| r.0), Ok(1234));
+        assert!(int(".", None).is_err());
+        assert!(int("12.5.", None).is_err());
     }
 
     #[test]
