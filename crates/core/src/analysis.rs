@@ -115,6 +115,19 @@ pub struct Candidate {
     /// then numbered after the field's patterns and labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+    /// How the value was read when not by the page's first reading (absent: it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<CandidateOrigin>,
+}
+
+/// How a candidate was read, when not by its page's first reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateOrigin {
+    /// A region where the value should be, read again on its own because the first reading
+    /// left the field doubtful (missing, in conflict, below the confidence floor, or not of
+    /// its declared shape).
+    SecondLook,
 }
 
 /// A match whose value the parser could not read: kept so "missing" can be explained.

@@ -270,6 +270,7 @@ impl Found {
                     pattern,
                     label_bbox: None,
                     template: None,
+                    origin: None,
                 },
                 other_column,
             ),
@@ -310,6 +311,7 @@ impl Found {
                         pattern: field.patterns.len() + hit.label,
                         label_bbox: Some(hit.bbox),
                         template: None,
+                        origin: None,
                     });
                     return;
                 }

@@ -387,7 +387,7 @@ fn skew(lines: &[Vec<usize>], boxes: &[BBox]) -> f64 {
 
 /// Whether a word says "number" the way a label does (`No.`, `N°`, `Nr`, `#`, `Number`): after
 /// a name, it makes that name a label (`BOOKING No.`), not a value.
-fn is_number_mark(text: &str) -> bool {
+pub(crate) fn is_number_mark(text: &str) -> bool {
     let bare = text.trim_end_matches([':', '.']).to_lowercase();
     matches!(
         bare.as_str(),
@@ -397,7 +397,7 @@ fn is_number_mark(text: &str) -> bool {
 
 /// Whether a value may start with this word: not a rule mark, and not a speck of dirt OCR
 /// read as a symbol (`©`, `°`, `*`: no letter or digit). A currency sign may start an amount.
-fn can_start_value(word: &Word) -> bool {
+pub(crate) fn can_start_value(word: &Word) -> bool {
     let t = word.text.trim();
     !is_rule_mark(word)
         && t.chars()
@@ -406,7 +406,7 @@ fn can_start_value(word: &Word) -> bool {
 
 /// A word that is a table border or rule as OCR read it: nothing but bars, brackets, dashes
 /// and the like, or a lone `l`/`I`.
-fn is_rule_mark(word: &Word) -> bool {
+pub(crate) fn is_rule_mark(word: &Word) -> bool {
     let t = word.text.trim();
     t == "l"
         || t == "I"

@@ -28,6 +28,7 @@ pub mod invoice2data;
 mod keyvalue;
 mod layout;
 pub mod normalize;
+pub mod second_look;
 pub mod segment;
 pub mod shape;
 pub mod templated;

@@ -140,6 +140,7 @@ pub fn apply_templates(
                     pattern: 0,
                     label_bbox: None,
                     template: Some(issuer.clone()),
+                    origin: None,
                 },
             })
         })

@@ -254,6 +254,7 @@ fn check(
             pattern: PROVIDER_PATTERN,
             label_bbox: None,
             template: None,
+            origin: None,
         },
         agrees_with_patterns,
     }))
