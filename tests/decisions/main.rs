@@ -24,7 +24,11 @@
 //!
 //! On failure the tail of the server's log is printed, and its directory (log, blobs) and the
 //! test database are kept for inspection.
+//!
+//! The hard dossiers (`tests/fixtures/hard/`: photos, faxes, stamps, monospaced and stacked
+//! forms) go through the same rig in `hard.rs`, which prints their outcome table per kind.
 
+mod hard;
 mod report;
 mod templates;
 

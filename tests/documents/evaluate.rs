@@ -1,16 +1,21 @@
-//! The accuracy evaluator: reads a generated file through the production reading path
-//! (sniff → `PageReader` → `analyze` with `workflows/trade.yaml`) and compares every page's
-//! type, the segmentation and every truth field with what was read.
+//! The accuracy evaluator: reads a fixture file through the production reading path
+//! (sniff → `PageReader` → `analyze` with `workflows/trade.yaml`, all in
+//! [`Evaluator::evaluate`]) and compares every page's type, the segmentation and every truth
+//! field with what was read. One evaluator per fixture root: [`evaluator`] for
+//! `tests/fixtures/generated`, [`hard_evaluator`] for `tests/fixtures/hard`.
 //!
 //! Each file is read at most once per test binary: results are memoized, so the tests and the
 //! report share the work (a test asking for a file another test is reading waits for it).
 
-use crate::truth::{workflow_field, Expected, Truth, TruthDocument, TruthFile};
+use crate::truth::{
+    fixtures_dir, hard_fixtures_dir, workflow_field, Expected, Truth, TruthDocument, TruthFile,
+};
 use ironclad_core::page::{BBox, PageText};
 use ironclad_extract::{analyze, Analysis, Workflow};
 use ironclad_ocr::{PageReader, ReadOptions};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -45,18 +50,30 @@ pub struct Evaluator {
     done: Mutex<HashMap<String, Arc<OnceLock<Arc<FileReport>>>>>,
 }
 
-/// The binary's evaluator.
+/// The binary's evaluator of the generated fixtures (`tests/fixtures/generated`).
 pub fn evaluator() -> &'static Evaluator {
     static EVALUATOR: OnceLock<Evaluator> = OnceLock::new();
-    EVALUATOR.get_or_init(|| Evaluator {
-        truth: Truth::load(),
-        workflow: Workflow::from_yaml(TRADE_YAML).expect("workflows/trade.yaml must load"),
-        reader: PageReader::new(read_options(), None),
-        done: Mutex::new(HashMap::new()),
-    })
+    EVALUATOR.get_or_init(|| Evaluator::new(&fixtures_dir()))
+}
+
+/// The binary's evaluator of the hard fixtures (`tests/fixtures/hard`): the same reading and
+/// comparison, another truth.
+pub fn hard_evaluator() -> &'static Evaluator {
+    static HARD: OnceLock<Evaluator> = OnceLock::new();
+    HARD.get_or_init(|| Evaluator::new(&hard_fixtures_dir()))
 }
 
 impl Evaluator {
+    /// An evaluator of the fixtures under `root` (the directory holding their `truth.json`).
+    pub fn new(root: &Path) -> Evaluator {
+        Evaluator {
+            truth: Truth::load_from(root),
+            workflow: Workflow::from_yaml(TRADE_YAML).expect("workflows/trade.yaml must load"),
+            reader: PageReader::new(read_options(), None),
+            done: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// The report of `file` (relative to the fixtures' directory), reading it if no test has.
     pub fn report(&self, file: &str) -> Arc<FileReport> {
         let cell = {
@@ -91,6 +108,8 @@ impl Evaluator {
         out.into_iter().map(|(_, r)| r).collect()
     }
 
+    /// Reads `truth`'s file and analyses it — the one place a fixture is read — then compares
+    /// what was read with the truth.
     fn evaluate(&self, truth: &TruthFile) -> FileReport {
         let started = Instant::now();
         let bytes = std::fs::read(truth.path())
@@ -196,10 +215,14 @@ fn judge_missing_by_twin(
 #[derive(Debug, Clone, Serialize)]
 pub struct FileReport {
     pub file: String,
-    /// `set-01` … or `packet`; a rotation file names its source set.
+    /// `set-01` … or `packet`; a rotation file names its source set (the dossier, for the
+    /// hard fixtures).
     pub set: String,
     /// `"text"` or `"scan"`.
     pub kind: String,
+    /// The hard fixtures' kind (`photo`, `fax`, `stamp`, `mono`, `stacked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hard_kind: Option<String>,
     pub media_type: String,
     /// What `ironclad_documents::sniff` made of the bytes, and whether it is `media_type`.
     pub sniffed: Option<String>,
@@ -443,6 +466,7 @@ fn compare(
         file: truth.file.clone(),
         set: truth.set.clone(),
         kind: truth.kind.clone(),
+        hard_kind: truth.hard_kind.clone(),
         media_type: truth.media_type.clone(),
         sniffed_ok: sniffed.as_deref() == Some(truth.media().as_str()),
         sniffed,

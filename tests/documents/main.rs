@@ -13,16 +13,21 @@
 //!   [`SCAN_SUBSET`]. `IRONCLAD_FULL_ACCURACY=1` reads every scan instead, and
 //!   `IRONCLAD_SCANS=forms/,set-02/` the scans whose path starts with one of the prefixes.
 //! * Files are read once per run whichever tests ask for them (see `evaluate`).
+//! * The hard fixtures (`tests/fixtures/hard/`: photos, faxes, stamps, monospaced and stacked
+//!   forms) have their own per-kind report, `hard_accuracy_report` (see `hard`);
+//!   `accuracy_report` prints its per-kind table too when `IRONCLAD_HARD` is set.
 //!
 //! ```sh
 //! cargo test --test documents -- --nocapture                          # default subset
 //! IRONCLAD_FULL_ACCURACY=1 cargo test --test documents -- --nocapture # every scan
 //! IRONCLAD_SCANS=forms/ cargo test --test documents -- --nocapture     # the forms' scans
+//! IRONCLAD_HARD=photo,fax cargo test --test documents -- --nocapture  # + the hard photos, faxes
 //! ```
 
 mod cli_extract;
 mod control_glyphs;
 mod evaluate;
+mod hard;
 mod hostile;
 mod invoice2data;
 mod report;
@@ -154,6 +159,9 @@ fn accuracy_report() {
         .iter()
         .filter_map(|r| Some(format!("{}: {}", r.file, r.error.as_ref()?)))
         .collect();
+    if hard::asked() {
+        print!("{}", hard::report().render_kinds());
+    }
     assert!(unread.is_empty(), "files not read: {unread:#?}");
 }
 

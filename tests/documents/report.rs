@@ -1,7 +1,8 @@
 //! Totals over a set of file reports, printed for people and written as JSON
-//! (`target/accuracy.json`) for the benchmark.
+//! (`target/accuracy.json`, and `target/accuracy-hard.json` for the hard fixtures' per-kind
+//! report) for the benchmark.
 
-use crate::evaluate::{read_options, FileReport, Status};
+use crate::evaluate::{read_options, Evaluator, FileReport, Status};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -101,29 +102,7 @@ impl Report {
         let ev = crate::evaluate::evaluator();
         let opts = read_options();
         let files: Vec<FileReport> = reports.iter().map(|r| (**r).clone()).collect();
-        let misses = files
-            .iter()
-            .flat_map(|r| {
-                r.fields
-                    .iter()
-                    .filter(|f| matches!(f.status, Status::Wrong | Status::Missing))
-                    .map(|f| Miss {
-                        file: r.file.clone(),
-                        doc_type: f.doc_type.clone(),
-                        field: f.field.clone(),
-                        status: f.status,
-                        printed: f.printed.clone(),
-                        expected: f.expected.clone(),
-                        raw: f.raw.clone(),
-                        found: f.found.clone(),
-                        confidence: f.confidence,
-                        conflict: f.conflict,
-                        diagnosis: f.diagnosis,
-                        nearest_read: f.nearest_read.clone(),
-                        context: f.context.clone(),
-                    })
-            })
-            .collect();
+        let misses = misses_of(&files);
         Report {
             generated_by: "cargo test --test documents accuracy_report",
             truth_seed: ev.truth.seed,
@@ -153,89 +132,8 @@ impl Report {
             self.dpi,
             self.elapsed_ms as f64 / 1000.0
         );
-        let _ = writeln!(
-            out,
-            "{:<42} {:>5} {:>6} {:>4} {:>7} {:>4} {:>7}",
-            "file", "kind", "class", "seg", "fields", "rot", "read"
-        );
-        for r in &self.files {
-            let t = &r.totals;
-            let rot = if t.rotation_pages > 0 {
-                format!("{}/{}", t.rotation_ok, t.rotation_pages)
-            } else {
-                "-".into()
-            };
-            let _ = writeln!(
-                out,
-                "{:<42} {:>5} {:>6} {:>4} {:>7} {:>4} {:>6}ms{}",
-                r.file,
-                r.kind,
-                format!("{}/{}", t.pages_classified_ok, t.pages),
-                if r.segmentation_ok { "ok" } else { "BAD" },
-                format!("{}/{}", t.fields_hit, t.fields_scored),
-                rot,
-                r.read_ms,
-                r.error
-                    .as_ref()
-                    .map(|e| format!("  ERROR {e}"))
-                    .unwrap_or_default()
-            );
-            if !r.segmentation_ok && r.error.is_none() {
-                let show = |s: &[crate::evaluate::SegmentReport]| {
-                    s.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                let _ = writeln!(
-                    out,
-                    "    segments: expected [{}], found [{}]",
-                    show(&r.segments_expected),
-                    show(&r.segments_found)
-                );
-            }
-            for p in r.pages.iter().filter(|p| !p.classified_ok) {
-                let _ = writeln!(
-                    out,
-                    "    page {}: expected {:?}, found {:?} ({:.2}){}",
-                    p.page + 1,
-                    p.expected_type,
-                    p.found_type,
-                    p.confidence,
-                    p.reason
-                        .as_ref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                );
-            }
-        }
-        if !self.misses.is_empty() {
-            let _ = writeln!(out, "-- missed fields ({}) --", self.misses.len());
-            for m in &self.misses {
-                let _ = writeln!(
-                    out,
-                    "{} [{}] {}: printed {:?}, got {} -> {:?}; read {:?} in {:?}",
-                    m.file,
-                    m.doc_type,
-                    m.field,
-                    m.printed.as_deref().unwrap_or("?"),
-                    match (&m.raw, m.confidence) {
-                        (Some(r), Some(c)) => format!(
-                            "{r:?} (confidence {c:.2}{})",
-                            if m.conflict == Some(true) {
-                                ", conflict flagged"
-                            } else {
-                                ""
-                            }
-                        ),
-                        _ => "nothing".into(),
-                    },
-                    m.diagnosis,
-                    m.nearest_read.as_deref().unwrap_or(""),
-                    m.context.as_deref().unwrap_or("")
-                );
-            }
-        }
+        render_files(&mut out, &self.files, 42);
+        render_misses(&mut out, &self.misses);
         for (name, s) in [("text PDFs", &self.text), ("scans", &self.scans)] {
             if s.files == 0 {
                 continue;
@@ -269,16 +167,275 @@ impl Report {
 
     /// Writes the report as JSON to `<target dir>/accuracy.json` and returns the path.
     pub fn write_json(&self) -> std::io::Result<PathBuf> {
-        let dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join("accuracy.json");
-        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        // Written whole then renamed, so a reader never sees half a report.
-        let tmp = dir.join(format!("accuracy.json.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, json)?;
-        std::fs::rename(&tmp, &path)?;
-        Ok(path)
+        write_json(self, "accuracy.json")
+    }
+}
+
+/// Writes `value` as JSON to `<target dir>/<name>` (`$CARGO_TARGET_DIR`, else `target/`) and
+/// returns the path.
+fn write_json(value: &impl Serialize, name: &str) -> std::io::Result<PathBuf> {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(name);
+    let json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    // Written whole then renamed, so a reader never sees half a report.
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, json)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// Every missed field of `files`, flattened.
+fn misses_of(files: &[FileReport]) -> Vec<Miss> {
+    files
+        .iter()
+        .flat_map(|r| {
+            r.fields
+                .iter()
+                .filter(|f| matches!(f.status, Status::Wrong | Status::Missing))
+                .map(|f| Miss {
+                    file: r.file.clone(),
+                    doc_type: f.doc_type.clone(),
+                    field: f.field.clone(),
+                    status: f.status,
+                    printed: f.printed.clone(),
+                    expected: f.expected.clone(),
+                    raw: f.raw.clone(),
+                    found: f.found.clone(),
+                    confidence: f.confidence,
+                    conflict: f.conflict,
+                    diagnosis: f.diagnosis,
+                    nearest_read: f.nearest_read.clone(),
+                    context: f.context.clone(),
+                })
+        })
+        .collect()
+}
+
+/// One line per file (classification, segmentation, fields, rotation, reading time), with the
+/// pages typed wrongly and a wrong split under it; `width` is the file column's.
+fn render_files(out: &mut String, files: &[FileReport], width: usize) {
+    let _ = writeln!(
+        out,
+        "{:<width$} {:>5} {:>6} {:>4} {:>7} {:>4} {:>7}",
+        "file", "kind", "class", "seg", "fields", "rot", "read"
+    );
+    for r in files {
+        let t = &r.totals;
+        let rot = if t.rotation_pages > 0 {
+            format!("{}/{}", t.rotation_ok, t.rotation_pages)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:<width$} {:>5} {:>6} {:>4} {:>7} {:>4} {:>6}ms{}",
+            r.file,
+            r.kind,
+            format!("{}/{}", t.pages_classified_ok, t.pages),
+            if r.segmentation_ok { "ok" } else { "BAD" },
+            format!("{}/{}", t.fields_hit, t.fields_scored),
+            rot,
+            r.read_ms,
+            r.error
+                .as_ref()
+                .map(|e| format!("  ERROR {e}"))
+                .unwrap_or_default()
+        );
+        if !r.segmentation_ok && r.error.is_none() {
+            let show = |s: &[crate::evaluate::SegmentReport]| {
+                s.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "    segments: expected [{}], found [{}]",
+                show(&r.segments_expected),
+                show(&r.segments_found)
+            );
+        }
+        for p in r.pages.iter().filter(|p| !p.classified_ok) {
+            let _ = writeln!(
+                out,
+                "    page {}: expected {:?}, found {:?} ({:.2}){}",
+                p.page + 1,
+                p.expected_type,
+                p.found_type,
+                p.confidence,
+                p.reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// The missed fields, one line each, under a heading (nothing when none was missed).
+fn render_misses(out: &mut String, misses: &[Miss]) {
+    if !misses.is_empty() {
+        let _ = writeln!(out, "-- missed fields ({}) --", misses.len());
+        for m in misses {
+            let _ = writeln!(
+                out,
+                "{} [{}] {}: printed {:?}, got {} -> {:?}; read {:?} in {:?}",
+                m.file,
+                m.doc_type,
+                m.field,
+                m.printed.as_deref().unwrap_or("?"),
+                match (&m.raw, m.confidence) {
+                    (Some(r), Some(c)) => format!(
+                        "{r:?} (confidence {c:.2}{})",
+                        if m.conflict == Some(true) {
+                            ", conflict flagged"
+                        } else {
+                            ""
+                        }
+                    ),
+                    _ => "nothing".into(),
+                },
+                m.diagnosis,
+                m.nearest_read.as_deref().unwrap_or(""),
+                m.context.as_deref().unwrap_or("")
+            );
+        }
+    }
+}
+
+/// Totals over the files of one hard kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindSummary {
+    pub kind: String,
+    pub summary: Summary,
+}
+
+/// The hard fixtures' report: per kind, fields right, pages typed right, files unread.
+#[derive(Debug, Clone, Serialize)]
+pub struct HardReport {
+    pub generated_by: &'static str,
+    pub truth_seed: u64,
+    pub dossiers: u32,
+    pub languages: String,
+    pub dpi: u32,
+    /// `"subset"` (one dossier per kind, the default), `"full"` (`IRONCLAD_FULL_ACCURACY=1`) or
+    /// `"selected: …"` (`IRONCLAD_HARD`).
+    pub scope: String,
+    pub elapsed_ms: u64,
+    /// In the order of [`crate::hard::HARD_KINDS`], the kinds present only.
+    pub kinds: Vec<KindSummary>,
+    pub all: Summary,
+    pub misses: Vec<Miss>,
+    pub files: Vec<FileReport>,
+}
+
+impl HardReport {
+    pub fn new(
+        ev: &Evaluator,
+        reports: &[Arc<FileReport>],
+        scope: String,
+        elapsed_ms: u64,
+    ) -> HardReport {
+        let opts = read_options();
+        let files: Vec<FileReport> = reports.iter().map(|r| (**r).clone()).collect();
+        let kinds = crate::hard::HARD_KINDS
+            .iter()
+            .filter_map(|k| {
+                let of_kind: Vec<&FileReport> = files
+                    .iter()
+                    .filter(|r| r.hard_kind.as_deref() == Some(*k))
+                    .collect();
+                (!of_kind.is_empty()).then(|| KindSummary {
+                    kind: (*k).to_owned(),
+                    summary: Summary::of(of_kind),
+                })
+            })
+            .collect();
+        HardReport {
+            generated_by: "cargo test --test documents hard_accuracy_report",
+            truth_seed: ev.truth.seed,
+            dossiers: ev.truth.count,
+            languages: opts.languages,
+            dpi: opts.dpi,
+            scope,
+            elapsed_ms,
+            kinds,
+            all: Summary::of(&files),
+            misses: misses_of(&files),
+            files,
+        }
+    }
+
+    /// The totals of `kind`, if any of its files was read.
+    pub fn kind(&self, kind: &str) -> Option<&Summary> {
+        self.kinds
+            .iter()
+            .find(|k| k.kind == kind)
+            .map(|k| &k.summary)
+    }
+
+    /// Every file, the misses, then the per-kind table.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "== hard fixtures ({}): {} files, {} pages, languages {}, {} DPI, {:.1} s ==",
+            self.scope,
+            self.all.files,
+            self.all.pages,
+            self.languages,
+            self.dpi,
+            self.elapsed_ms as f64 / 1000.0
+        );
+        render_files(&mut out, &self.files, 48);
+        render_misses(&mut out, &self.misses);
+        out.push_str(&self.render_kinds());
+        out
+    }
+
+    /// The per-kind table: fields right / scored, pages typed right / pages, files unread.
+    pub fn render_kinds(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "-- hard fixtures per kind ({}) --\n{:<8} {:>5} {:>5} {:>16} {:>15} {:>6} {:>8}",
+            self.scope, "kind", "files", "pages", "fields right", "pages typed", "unread", "read"
+        );
+        let rows = self
+            .kinds
+            .iter()
+            .map(|k| (k.kind.as_str(), &k.summary))
+            .chain([("all", &self.all)]);
+        for (kind, s) in rows {
+            let _ = writeln!(
+                out,
+                "{kind:<8} {:>5} {:>5} {:>16} {:>15} {:>6} {:>7.1}s",
+                s.files,
+                s.pages,
+                format!(
+                    "{}/{} {:.1}%",
+                    s.fields_hit,
+                    s.fields_scored,
+                    100.0 * s.field_accuracy
+                ),
+                format!(
+                    "{}/{} {:.1}%",
+                    s.pages_classified_ok,
+                    s.pages,
+                    100.0 * s.classification_accuracy
+                ),
+                s.files_unread,
+                s.read_ms as f64 / 1000.0
+            );
+        }
+        out
+    }
+
+    /// Writes the report as JSON to `<target dir>/accuracy-hard.json` and returns the path.
+    pub fn write_json(&self) -> std::io::Result<PathBuf> {
+        write_json(self, "accuracy-hard.json")
     }
 }

@@ -1,4 +1,5 @@
-//! `tests/fixtures/generated/truth.json`, as `scripts/gen-fixtures` writes it, and the
+//! `tests/fixtures/generated/truth.json`, as `scripts/gen-fixtures` writes it (and
+//! `tests/fixtures/hard/truth.json`, the same schema from `scripts/gen-hard-fixtures`), and the
 //! expected value of each truth field in a form that compares with an extracted
 //! [`ironclad_core::parse::Value`].
 
@@ -13,6 +14,12 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated")
 }
 
+/// The hard fixtures' directory (phone photos, faxes, stamped, monospaced and stacked-label
+/// documents, written by `scripts/gen-hard-fixtures`).
+pub fn hard_fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hard")
+}
+
 /// The whole truth file.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Truth {
@@ -23,13 +30,22 @@ pub struct Truth {
 }
 
 impl Truth {
-    /// Reads `truth.json` from the fixtures' directory.
+    /// Reads `truth.json` from the generated fixtures' directory.
     pub fn load() -> Truth {
-        let path = fixtures_dir().join("truth.json");
+        Truth::load_from(&fixtures_dir())
+    }
+
+    /// Reads `truth.json` from `dir`, whose files it lists relative to it.
+    pub fn load_from(dir: &Path) -> Truth {
+        let path = dir.join("truth.json");
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("cannot parse {}: {e}", path.display()))
+        let mut truth: Truth = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("cannot parse {}: {e}", path.display()));
+        for f in &mut truth.files {
+            f.root = dir.to_path_buf();
+        }
+        truth
     }
 
     /// The entry for `file` (relative to the fixtures' directory).
@@ -51,6 +67,13 @@ pub struct TruthFile {
     pub set: String,
     /// `"text"` (text-layer PDF) or `"scan"` (image only, whatever the container).
     pub kind: String,
+    /// The hard fixtures' kind: `photo`, `fax`, `stamp`, `mono` or `stacked` (none in
+    /// `generated/`).
+    #[serde(default)]
+    pub hard_kind: Option<String>,
+    /// The directory holding the truth file (set by [`Truth::load_from`]).
+    #[serde(skip)]
+    pub root: PathBuf,
     #[serde(default)]
     pub scan: Option<ScanInfo>,
     /// In page order, back to back.
@@ -69,7 +92,7 @@ impl TruthFile {
     }
 
     pub fn path(&self) -> PathBuf {
-        fixtures_dir().join(&self.file)
+        self.root.join(&self.file)
     }
 
     /// The document type the truth gives page `page` (0-based).
