@@ -52,6 +52,16 @@ const SETTLE: Duration = Duration::from_secs(90);
 /// Tenant owning the cases.
 const TENANT: &str = "decisions";
 
+/// A turn on the cores for a test whose server OCRs for long. The hard dossiers keep both
+/// cores busy for minutes; beside them the templates test's cases (their template set compiled
+/// in a debug build) outlast its patience, so the two take turns.
+async fn ocr_turn() -> tokio::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::OnceLock<tokio::sync::Mutex<()>> = std::sync::OnceLock::new();
+    TURN.get_or_init(|| tokio::sync::Mutex::new(()))
+        .lock()
+        .await
+}
+
 fn fixtures_dir() -> PathBuf {
     Path::new(ROOT).join("tests/fixtures/decisions")
 }

@@ -19,6 +19,7 @@ fn fixture_templates() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn templates_loaded_into_the_database_give_facts_with_evidence_through_the_pipeline() {
+    let _turn = ocr_turn().await;
     let rig = Rig::new().await.expect("rig");
     // Loaded before the server starts; a later load would be picked up by the next case.
     let loaded = load_sets(&rig);

@@ -29,9 +29,10 @@ pub const HARD_KINDS: [&str; 5] = ["photo", "fax", "stamp", "mono", "stacked"];
 
 // Floors: the least share of fields read right and of pages typed right, per kind, over the
 // files read (subset or full set). They start at what the reading measured when the fixtures
-// were added (commit 49a4e51: the least of the subset's and the full set's figures, rounded
-// down to a percent; see tests/fixtures/README.md); raise them as the reading improves. The
-// targets of issue 24: 95 % on photos and faxes, 97 % overall, every page typed.
+// were added (commit 184817a: the lesser of the subset's and the full set's figures, rounded
+// down to a percent; the figures are in tests/fixtures/README.md); raise them as the reading
+// improves. The targets of issue 24: 95 % on photos and on faxes, 97 % overall, every page
+// typed.
 
 /// Phone photos: fields read right.
 const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.83;
@@ -50,7 +51,7 @@ const MONO_MIN_FIELD_ACCURACY: f64 = 0.88;
 /// Monospaced documents: pages typed right.
 const MONO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Stacked-caption forms (text PDFs and scans): fields read right.
-const STACKED_MIN_FIELD_ACCURACY: f64 = 0.64;
+const STACKED_MIN_FIELD_ACCURACY: f64 = 0.93;
 /// Stacked-caption forms: pages typed right.
 const STACKED_MIN_PAGES_TYPED: f64 = 1.0;
 
