@@ -277,16 +277,7 @@ async fn hard_scenario(rig: &Rig, server: &mut Server) -> Result<()> {
                 continue;
             }
             let case = api.case(id).await?;
-            let jobs_done = case["jobs"].as_array().is_some_and(|jobs| {
-                jobs.iter().all(|j| {
-                    matches!(
-                        j["status"].as_str(),
-                        Some("SUCCEEDED" | "FAILED" | "CANCELLED")
-                    )
-                })
-            });
-            let over = case["status"] == "FAILED" || !case["decision"].is_null();
-            if over && jobs_done {
+            if is_settled(&case) {
                 *slot = Some((case, submitted.elapsed().as_secs_f64()));
             }
         }

@@ -404,20 +404,25 @@ impl Api {
             SETTLE,
             || async {
                 let case = self.case(id).await?;
-                let jobs_done = case["jobs"].as_array().is_some_and(|jobs| {
-                    jobs.iter().all(|j| {
-                        matches!(
-                            j["status"].as_str(),
-                            Some("SUCCEEDED" | "FAILED" | "CANCELLED")
-                        )
-                    })
-                });
-                let over = case["status"] == "FAILED" || !case["decision"].is_null();
-                Ok((over && jobs_done).then_some(case))
+                Ok(is_settled(&case).then_some(case))
             },
         )
         .await
     }
+}
+
+/// Whether nothing more will happen to a case: decided, or FAILED, and every job terminal.
+fn is_settled(case: &Value) -> bool {
+    let jobs_done = case["jobs"].as_array().is_some_and(|jobs| {
+        jobs.iter().all(|j| {
+            matches!(
+                j["status"].as_str(),
+                Some("SUCCEEDED" | "FAILED" | "CANCELLED")
+            )
+        })
+    });
+    let over = case["status"] == "FAILED" || !case["decision"].is_null();
+    over && jobs_done
 }
 
 // ── checking one case ────────────────────────────────────────────────────────────────────

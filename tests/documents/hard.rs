@@ -130,11 +130,7 @@ fn hard_accuracy_report() {
         .write_json()
         .expect("could not write target/accuracy-hard.json");
     println!("hard accuracy report written to {}", path.display());
-    let unread: Vec<_> = report
-        .files
-        .iter()
-        .filter_map(|r| Some(format!("{}: {}", r.file, r.error.as_ref()?)))
-        .collect();
+    let unread = crate::report::unread(&report.files);
     assert!(unread.is_empty(), "hard files not read: {unread:#?}");
     let mut below = Vec::new();
     for (kind, fields, typed) in FLOORS {

@@ -155,10 +155,7 @@ fn accuracy_report() {
         .write_json()
         .expect("could not write target/accuracy.json");
     println!("accuracy report written to {}", path.display());
-    let unread: Vec<_> = reports
-        .iter()
-        .filter_map(|r| Some(format!("{}: {}", r.file, r.error.as_ref()?)))
-        .collect();
+    let unread = report::unread(reports.iter().map(|r| &**r));
     if hard::asked() {
         print!("{}", hard::report().render_kinds());
     }

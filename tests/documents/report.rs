@@ -187,6 +187,14 @@ fn write_json(value: &impl Serialize, name: &str) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// The files that could not be read at all, each with its error.
+pub fn unread<'a>(files: impl IntoIterator<Item = &'a FileReport>) -> Vec<String> {
+    files
+        .into_iter()
+        .filter_map(|r| Some(format!("{}: {}", r.file, r.error.as_ref()?)))
+        .collect()
+}
+
 /// Every missed field of `files`, flattened.
 fn misses_of(files: &[FileReport]) -> Vec<Miss> {
     files
