@@ -7,6 +7,7 @@
 
 use crate::confusables::{self, Glyph};
 use crate::gray::Gray;
+use crate::prepare::Threshold;
 use crate::rule_lines::{BoxInk, RuleProbe};
 use crate::text_clean::word_text;
 use ironclad_core::page::{BBox, Word};
@@ -133,10 +134,19 @@ impl Tess {
         &mut self,
         img: &Gray,
         dpi: Option<u32>,
+        threshold: Threshold,
         budget: Duration,
         drop_rule_marks: bool,
     ) -> Result<Recognized, String> {
         let started = Instant::now();
+        // The engine is reused page after page: the method is set for every page.
+        self.set(
+            "thresholding_method",
+            match threshold {
+                Threshold::Global => "0",
+                Threshold::Adaptive => "2",
+            },
+        );
         self.set_image(img, dpi)?;
         // SAFETY: a monitor is a plain C++ object owned here and deleted below.
         let monitor = unsafe { capi::TessMonitorCreate() };

@@ -10,6 +10,7 @@
 use crate::budget::Turn;
 use crate::engine::{mean_confidence, Recognized, Tess};
 use crate::gray::Gray;
+use crate::prepare::Threshold;
 use crate::{remaining, ReadError, ReadOptions};
 use ironclad_core::page::{BBox, Word};
 use leptess::capi;
@@ -103,6 +104,7 @@ pub(crate) fn read_with_deadline(
     pool: &Arc<OcrPool>,
     img: Gray,
     dpi: Option<u32>,
+    threshold: Threshold,
     page_no: u32,
     deadline: Instant,
     turn: Turn,
@@ -118,7 +120,15 @@ pub(crate) fn read_with_deadline(
         .spawn(move || {
             let _turn = turn;
             let mut engines = shared.take();
-            let result = read_upright(&shared, &mut engines, &img, dpi, page_no, deadline);
+            let result = read_upright(
+                &shared,
+                &mut engines,
+                &img,
+                dpi,
+                threshold,
+                page_no,
+                deadline,
+            );
             shared.give_back(engines);
             let _ = tx.send(result);
             // Whoever moves the state first decides: the caller abandoning, or this finishing.
@@ -171,10 +181,11 @@ fn read_upright(
     engines: &mut Engines,
     img: &Gray,
     dpi: Option<u32>,
+    threshold: Threshold,
     page_no: u32,
     deadline: Instant,
 ) -> Result<(u16, Vec<Word>), ReadError> {
-    let first = recognize(pool, engines, img, dpi, page_no, deadline)?;
+    let first = recognize(pool, engines, img, dpi, threshold, page_no, deadline)?;
     if !pool.detect_rotation {
         return Ok((0, first));
     }
@@ -218,6 +229,7 @@ fn read_upright(
         engines,
         &img.rotated_cw(rotation),
         dpi,
+        threshold,
         page_no,
         deadline,
     )?;
@@ -233,6 +245,7 @@ fn recognize(
     engines: &mut Engines,
     img: &Gray,
     dpi: Option<u32>,
+    threshold: Threshold,
     page_no: u32,
     deadline: Instant,
 ) -> Result<Vec<Word>, ReadError> {
@@ -251,7 +264,7 @@ fn recognize(
         }
     };
     pool.ocr_calls.fetch_add(1, Ordering::Relaxed);
-    match tess.recognize(img, dpi, budget, pool.drop_rule_marks) {
+    match tess.recognize(img, dpi, threshold, budget, pool.drop_rule_marks) {
         Ok(Recognized::Words(words)) => Ok(words),
         Ok(Recognized::TimedOut) => Err(timeout(page_no, pool.page_timeout)),
         Err(m) => Err(ReadError::Terminal(format!("page {page_no}: {m}"))),
