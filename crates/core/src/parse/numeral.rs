@@ -36,6 +36,11 @@ const HINT_CONTRADICTED: f64 = 0.85;
 /// this reads that an OCR slip is a competing explanation.
 const INDIAN_GROUPING: f64 = 0.9;
 
+/// Certainty for `3.819.15`: one mark throughout, its last use before a group of one or two
+/// digits, which only a decimal part has. The reading is the likely one, but the text is not
+/// as printed (a fax's comma read as a point), so it stays well short of 1.
+const MARK_READ_AS_GROUPING: f64 = 0.7;
+
 /// A character that may sit between digit groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sep {
@@ -133,6 +138,20 @@ pub(crate) fn read(text: &str, hints: &ParseHints) -> Result<Reading, String> {
             certainty,
             alternative: Some(alternative),
         });
+    }
+
+    // One mark used throughout, ending on a group of one or two digits (`3.819.15`): OCR read
+    // the decimal mark as the grouping one (or the reverse); the last is the decimal mark.
+    if last.is_mark()
+        && seps.len() >= 2
+        && seps.iter().all(|&s| s == last)
+        && (1..=2).contains(&frac[0].len())
+    {
+        let certainty = check_grouping(int, last)? * MARK_READ_AS_GROUPING;
+        return Ok(Reading::sure(
+            to_decimal(int, Some(frac[0]), negative)?,
+            certainty,
+        ));
     }
 
     // No decimal mark: every separator groups (`1,234,567`, `1 234`, `1'234'567`).
@@ -272,6 +291,22 @@ mod tests {
         assert_eq!(r.value.to_string(), "1.234");
         assert_eq!(r.alternative.map(|a| a.to_string()), Some("1234".into()));
         assert_eq!(reading("1,234.5", None).unwrap().alternative, None);
+    }
+
+    #[test]
+    fn a_decimal_mark_read_as_the_grouping_one_is_read_back() {
+        let r = reading("3.819.15", None).expect("read");
+        assert_eq!(r.value.to_string(), "3819.15");
+        assert!(r.certainty < 0.8);
+        let r = reading("1,234,567,8", None).expect("read");
+        assert_eq!(r.value.to_string(), "1234567.8");
+        // Grouping is still checked: `38.19.15` is no number.
+        assert!(reading("38.19.15", None).is_err());
+        // Three digits last is grouping, as before.
+        assert_eq!(
+            reading("1.234.567", None).expect("read").value.to_string(),
+            "1234567"
+        );
     }
 
     #[test]

@@ -193,10 +193,14 @@ impl fmt::Display for Shown<'_> {
 /// confuses characters; see [`super::ocr_confusion`]. Whether OCR read either is the caller's
 /// question: this looks at the values alone.
 pub(crate) fn ocr_confusable(a: &Value, b: &Value) -> bool {
-    let is_identifier = |v: &Value| matches!(v, Value::Text(_) | Value::ContainerNumber { .. });
     is_identifier(a)
         && is_identifier(b)
         && super::ocr_confusion::only_confusions(identifier(a), identifier(b))
+}
+
+/// Whether a value is compared as an identifier (text, a container number).
+pub(crate) fn is_identifier(v: &Value) -> bool {
+    matches!(v, Value::Text(_) | Value::ContainerNumber { .. })
 }
 
 /// The text of an identifier value.

@@ -14,6 +14,12 @@
 //! bar-like mark (`|`, `!`): the rules drop it as punctuation, but OCR prints it for a stroke
 //! (`|NV-2026740`), so a second comparison keeps it in place of the letter it stands for.
 //! Every class holds exactly one digit, so two all-digit numbers are never explained.
+//!
+//! Two gaps beyond the classes, both only where OCR read one of the values
+//! (`checks::cross::unless_misread`): an identifier that is the other's start or end with two
+//! or more characters lost ([`cut_short_identifier`]: a stamp over the rest), and identifiers
+//! one digit apart where OCR read one of them with less than [`UNSURE_DIGIT_CONFIDENCE`]
+//! ([`one_digit_apart`]: a fax's `6` for `5`). A sure reading one digit off still blocks.
 
 use crate::page::ReadMethod;
 
@@ -70,10 +76,102 @@ fn class(c: char) -> char {
     }
 }
 
+/// Whether the digits of one number as printed are a cut-off start or end of the other's, at
+/// most [`CUT_SHORT_SHARE`] of them: `USD 42` read where `USD 42,444.36` is printed (a stamp
+/// over the rest), `94,80` for `94.805,17`. Separators and currency do not count. A number
+/// with nearly all the other's digits (`1,000.00` against `100.00`) is a different amount.
+pub(crate) fn cut_short_digits(a: &str, b: &str) -> bool {
+    let digits = |s: &str| -> Vec<char> { s.chars().filter(char::is_ascii_digit).collect() };
+    let (a, b) = (digits(a), digits(b));
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    !short.is_empty()
+        && short.len() < long.len()
+        && (short.len() as f64) <= CUT_SHORT_SHARE * long.len() as f64
+        && (long.starts_with(&short) || long.ends_with(&short))
+}
+
+/// Largest share of the other number's digits a cut-off number keeps.
+const CUT_SHORT_SHARE: f64 = 0.7;
+
+/// Whether identifier `a` or `b`, once case, spaces and punctuation are dropped, is a strict
+/// start or end of the other, [`CUT_SHORT_LOST`] characters or more shorter: `CLE/2024/7`
+/// where `CLE/2024/7505` is printed and a stamp covers `505`. Used only where OCR read one of
+/// them (a text layer does not lose the end of a value); the rules' own truncation test,
+/// which holds for any reading, asks for a shorter cut (see `compare::truncated`).
+pub(crate) fn cut_short_identifier(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (key(a, false).collect(), key(b, false).collect());
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    !short.is_empty()
+        && short.len() + CUT_SHORT_LOST <= long.len()
+        && (long.starts_with(&short) || long.ends_with(&short))
+}
+
+/// The fewest characters an OCR reading must have lost to be taken as cut short: one missing
+/// character (`DPI-2404-11` for `DPI-2404-118`) is as likely another identifier.
+const CUT_SHORT_LOST: usize = 2;
+
+/// What the rules say when two identifiers differ in one digit that OCR read unsure.
+pub(crate) const UNSURE_DIGIT: &str = "readings differ in one digit, read by OCR unsure of it";
+
+/// Below this confidence, OCR's reading of an identifier may hold one wrong digit: coarse
+/// fax print turns `5` into `6` and `3` into `8`, which are no confusions OCR makes on clean
+/// pages (see [`only_confusions`]). Values this unsure are still above the policy's floor.
+pub(crate) const UNSURE_DIGIT_CONFIDENCE: f64 = 0.8;
+
+/// Whether identifiers `a` and `b`, once case, spaces and punctuation are dropped, have the
+/// same length and differ in exactly one place, a digit on both sides (`INV2662755` against
+/// `INV2562755`).
+pub(crate) fn one_digit_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (key(a, false).collect(), key(b, false).collect());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut differ = a.iter().zip(&b).filter(|(x, y)| x != y);
+    matches!(
+        (differ.next(), differ.next()),
+        (Some((x, y)), None) if x.is_ascii_digit() && y.is_ascii_digit()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_identifier_cut_short_by_ocr_is_told_from_another() {
+        assert!(cut_short_identifier("CLE/2024/7", "CLE/2024/7505"));
+        assert!(cut_short_identifier("SBE/2024/3511", "SBE/2024/"));
+        assert!(cut_short_identifier("2404-118", "DPI-2404-118"));
+        // One character lost is as likely another identifier.
+        assert!(!cut_short_identifier("DPI-2404-11", "DPI-2404-118"));
+        // Neither a start nor an end of the other.
+        assert!(!cut_short_identifier("INV-12", "INV-1125"));
+        assert!(!cut_short_identifier("", "INV-1125"));
+        assert!(!cut_short_identifier("INV-1125", "INV-1125"));
+    }
+
+    #[test]
+    fn one_digit_apart_is_one_digit_for_another_digit() {
+        assert!(one_digit_apart("INV2662755", "INV2562755"));
+        assert!(one_digit_apart("inv-2662755", "INV 2562755"));
+        // Two digits, a letter, or a length apart: not this.
+        assert!(!one_digit_apart("SBE-25-4387", "SBE-25-2380"));
+        assert!(!one_digit_apart("INVA562755", "INV2562755"));
+        assert!(!one_digit_apart("INV256275", "INV2562755"));
+        assert!(!one_digit_apart("INV2562755", "INV2562755"));
+    }
+
+    #[test]
+    fn a_number_cut_short_is_told_from_another_amount() {
+        assert!(cut_short_digits("USD 42", "USD 42,444.36"));
+        assert!(cut_short_digits("94.805,17", "GBP 94,80"));
+        assert!(cut_short_digits("44.36", "42,444.36"));
+        // Nearly every digit: another amount, not a cut.
+        assert!(!cut_short_digits("100.00", "1,000.00"));
+        assert!(!cut_short_digits("39,904.00", "39,004.00"));
+        assert!(!cut_short_digits("", "12"));
+    }
 
     #[test]
     fn the_issue_s_misreading_is_explained() {

@@ -8,7 +8,7 @@ use super::{either, listing, push, Case, Observed, Piece, Verdict};
 use crate::parse::Value;
 use crate::rules::compare::{self, Relation};
 use crate::rules::names::Name;
-use crate::rules::ocr_confusion::OCR_CONFUSION;
+use crate::rules::ocr_confusion::{self, OCR_CONFUSION};
 use crate::rules::params::{FieldRef, PairTest};
 use crate::rules::RuleOutcome;
 
@@ -196,7 +196,11 @@ fn relate(
         PairTest::Equal => unless_misread(compare::same(a, b), left, right),
         PairTest::Tolerance {
             absolute, relative, ..
-        } => compare::within(a, b, absolute.as_ref(), relative.as_ref()),
+        } => unless_cut_short(
+            compare::within(a, b, absolute.as_ref(), relative.as_ref()),
+            left.0,
+            right.0,
+        ),
         PairTest::DateWindow {
             min_days,
             max_days,
@@ -221,16 +225,57 @@ fn relate(
 /// INV-2026740`, `a` first), never a finding: a false block stops a consistent shipment, and
 /// only a difference the documents really state may do that. Two text-layer values that
 /// differ stay a contradiction.
+///
+/// Two more gaps OCR makes ask a person too, once OCR read one of the values: an identifier
+/// that is the other's start or end with two or more characters lost (`CLE/2024/7` for
+/// `CLE/2024/7505`, the rest under a stamp), and identifiers one digit apart where OCR read
+/// one of them unsure ([`ocr_confusion::UNSURE_DIGIT_CONFIDENCE`]: `INV2662755` read off a
+/// fax for `INV2562755`).
 fn unless_misread(
     relation: Relation,
     (a, x): (&Observed<'_>, &Value),
     (b, y): (&Observed<'_>, &Value),
 ) -> Relation {
+    if !matches!(relation, Relation::Broken(_)) || !(a.read_by_ocr() || b.read_by_ocr()) {
+        return relation;
+    }
+    let why = if compare::ocr_confusable(x, y) {
+        OCR_CONFUSION
+    } else if !(compare::is_identifier(x) && compare::is_identifier(y)) {
+        return relation;
+    } else if ocr_confusion::cut_short_identifier(a.as_read(), b.as_read()) {
+        compare::TRUNCATED
+    } else if ocr_confusion::one_digit_apart(a.as_read(), b.as_read())
+        && [a, b].iter().any(|o| {
+            o.read_by_ocr()
+                && o.confidence()
+                    .is_some_and(|c| c < ocr_confusion::UNSURE_DIGIT_CONFIDENCE)
+        })
+    {
+        ocr_confusion::UNSURE_DIGIT
+    } else {
+        return relation;
+    };
+    Relation::Incomparable(text!(why, ": ", a.as_read(), " vs ", b.as_read()))
+}
+
+/// `relation`, unless it is a gap OCR could have caused: one number as read is a cut-off start
+/// or end of the other (`USD 42` where `USD 42,444.36` is printed under a stamp), and at least
+/// one of them was read by OCR. Then the reading looks cut short, which asks a person, as a
+/// cut-off identifier does.
+fn unless_cut_short(relation: Relation, a: &Observed<'_>, b: &Observed<'_>) -> Relation {
     match relation {
         Relation::Broken(_)
-            if (a.read_by_ocr() || b.read_by_ocr()) && compare::ocr_confusable(x, y) =>
+            if (a.read_by_ocr() || b.read_by_ocr())
+                && ocr_confusion::cut_short_digits(a.as_read(), b.as_read()) =>
         {
-            Relation::Incomparable(text!(OCR_CONFUSION, ": ", a.as_read(), " vs ", b.as_read()))
+            Relation::Incomparable(text!(
+                compare::TRUNCATED,
+                ": ",
+                a.as_read(),
+                " vs ",
+                b.as_read()
+            ))
         }
         other => other,
     }

@@ -349,6 +349,11 @@ impl<'a> Observed<'a> {
         self.reading().value
     }
 
+    /// How sure the reading of the chosen value was, when the extraction said.
+    pub fn confidence(&self) -> Option<f64> {
+        self.reading().fact.and_then(|f| f.evidence.confidence)
+    }
+
     /// Whether the value may decide the rule; see [`Reading::is_confident`].
     pub fn confident(&self) -> bool {
         self.reading().is_confident()

@@ -444,6 +444,94 @@ mod truncated_readings {
     }
 }
 
+/// Issue 24: an amount OCR read cut short (a stamp over the rest of it) asks for review in
+/// NUMERIC_TOLERANCE, however far off it looks; from text layers, or when the digits are
+/// another amount's, the rule still fails.
+mod numbers_cut_short {
+    use super::*;
+    use crate::page::ReadMethod::{self, Ocr, TextLayer};
+    use crate::rules::testkit::read_by;
+
+    fn value_rule() -> serde_json::Value {
+        rule(
+            "NUMERIC_TOLERANCE",
+            json!({"left": {"document_type": "commercial_invoice", "field": "invoice_total"},
+                   "right": {"document_type": "customs_declaration", "field": "declared_value"},
+                   "absolute": 1.0}),
+        )
+    }
+
+    fn docs(
+        (total, read_total): (&str, Option<ReadMethod>),
+        (declared, read_declared): (&str, Option<ReadMethod>),
+    ) -> Vec<DocumentFacts> {
+        let amount = |raw: &str| -> String {
+            raw.chars()
+                .filter(|c| c.is_ascii_digit() || *c == '.')
+                .collect()
+        };
+        vec![
+            push(
+                ci(2),
+                read_by(
+                    "invoice_total",
+                    money(&amount(total), Some("USD")),
+                    total,
+                    read_total,
+                ),
+            ),
+            push(
+                cd(3),
+                read_by(
+                    "declared_value",
+                    money(&amount(declared), Some("USD")),
+                    declared,
+                    read_declared,
+                ),
+            ),
+        ]
+    }
+
+    #[test]
+    fn an_amount_read_cut_short_asks_for_review() {
+        let r = check(
+            value_rule(),
+            docs(("USD 42", Some(Ocr)), ("USD 42444.36", Some(TextLayer))),
+        );
+        assert_eq!(r.outcome, RuleOutcome::ReviewRequired, "{}", r.message);
+        assert!(
+            r.message
+                .contains("one reading looks cut short: USD 42 vs USD 42444.36"),
+            "{}",
+            r.message
+        );
+    }
+
+    #[test]
+    fn from_text_layers_or_between_other_amounts_it_still_fails() {
+        let text = check(
+            value_rule(),
+            docs(
+                ("USD 42", Some(TextLayer)),
+                ("USD 42444.36", Some(TextLayer)),
+            ),
+        );
+        assert_eq!(text.outcome, RuleOutcome::Fail, "{}", text.message);
+        // 900.00 off: a real gap, whatever read it.
+        let real = check(
+            value_rule(),
+            docs(("USD 39904.00", Some(Ocr)), ("USD 39004.00", Some(Ocr))),
+        );
+        assert_eq!(real.outcome, RuleOutcome::Fail, "{}", real.message);
+        // Ten times more: nearly every digit is there, another amount.
+        let tenfold = check(
+            value_rule(),
+            docs(("USD 1000.00", Some(Ocr)), ("USD 100.00", Some(Ocr))),
+        );
+        assert_eq!(tenfold.outcome, RuleOutcome::Fail, "{}", tenfold.message);
+    }
+}
+
 /// Issue 24: differences OCR can explain never block. Two identifiers that differ only where
 /// OCR confuses characters, one of them read by OCR (or a provider), ask for review in every
 /// identifier rule; read from text layers, they still fail.
@@ -490,6 +578,82 @@ mod ocr_misreadings {
     /// Each identifier rule's result over [`docs`]: across, cites, authority.
     fn each_rule(a: Held<'_>, b: Held<'_>) -> [RuleResult; 3] {
         [across(), cites(), authority()].map(|r| check(r, docs(a, b)))
+    }
+
+    /// [`docs`], the declaration's value read with confidence `c`.
+    fn docs_unsure(a: Held<'_>, b: Held<'_>, c: f64) -> Vec<DocumentFacts> {
+        let mut d = docs(a, b);
+        for f in &mut d[1].facts {
+            f.evidence.confidence = Some(c);
+        }
+        d
+    }
+
+    #[test]
+    fn an_identifier_ocr_cut_short_asks_for_review_in_every_identifier_rule() {
+        // stamp-04: a RECEIVED stamp over `505` of the declaration's `CLE/2024/7505`.
+        let [across_r, cites_r, authority_r] = each_rule(
+            ("CLE/2024/7505", Some(TextLayer)),
+            ("CLE/2024/7", Some(Ocr)),
+        );
+        for r in [&across_r, &cites_r, &authority_r] {
+            assert_eq!(r.outcome, RuleOutcome::ReviewRequired, "{}", r.message);
+            assert!(
+                r.message.contains("one reading looks cut short"),
+                "{}",
+                r.message
+            );
+        }
+        // From text layers it is what the documents say; one character short is another
+        // identifier, whatever read it.
+        for (a, b) in [
+            (
+                ("CLE/2024/7505", Some(TextLayer)),
+                ("CLE/2024/7", Some(TextLayer)),
+            ),
+            (
+                ("CLE/2024/7505", Some(TextLayer)),
+                ("CLE/2024/750", Some(Ocr)),
+            ),
+        ] {
+            for r in each_rule(a, b) {
+                assert_eq!(r.outcome, RuleOutcome::Fail, "{}", r.message);
+            }
+        }
+    }
+
+    #[test]
+    fn one_digit_ocr_read_unsure_asks_for_review_and_a_sure_one_blocks() {
+        // fax-02: `INV2562755` on the invoice, `INV2662755` read off the faxed declaration.
+        let (invoice, faxed) = (("INV2562755", Some(TextLayer)), ("INV2662755", Some(Ocr)));
+        for rule in [across(), cites(), authority()] {
+            let unsure = check(rule.clone(), docs_unsure(invoice, faxed, 0.70));
+            assert_eq!(
+                unsure.outcome,
+                RuleOutcome::ReviewRequired,
+                "{}",
+                unsure.message
+            );
+            assert!(
+                unsure.message.contains(
+                    "readings differ in one digit, read by OCR unsure of it: INV2562755 vs INV2662755"
+                ) || unsure.message.contains(
+                    "readings differ in one digit, read by OCR unsure of it: INV2662755 vs INV2562755"
+                ),
+                "{}",
+                unsure.message
+            );
+            // Read sure of it, or from text layers, or two digits apart: a contradiction.
+            let sure = check(rule.clone(), docs_unsure(invoice, faxed, 0.95));
+            assert_eq!(sure.outcome, RuleOutcome::Fail, "{}", sure.message);
+            let text = check(
+                rule.clone(),
+                docs_unsure(invoice, ("INV2662755", Some(TextLayer)), 0.70),
+            );
+            assert_eq!(text.outcome, RuleOutcome::Fail, "{}", text.message);
+            let two = check(rule, docs_unsure(invoice, ("INV2662765", Some(Ocr)), 0.70));
+            assert_eq!(two.outcome, RuleOutcome::Fail, "{}", two.message);
+        }
     }
 
     #[test]
