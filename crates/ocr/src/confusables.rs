@@ -9,7 +9,10 @@
 //! right), and their width-to-height ratios give each class's typical shape on this page.
 //! A confusable glyph inside a word that mixes letters and digits is then moved to the other
 //! class only when the page's two classes clearly differ and the glyph clearly sits with the
-//! other one. A page without enough references of both classes is left as read.
+//! other one. Where the shapes cannot tell (too few references on the page, a font drawing the
+//! two alike, a coarse fax), the glyph's neighbours decide, but only where they leave no
+//! doubt: a `1` starting a run of three letters (`1NV2558971`), an `O` inside or ending a run
+//! of digits (`890O`).
 
 /// One recognized glyph: its text and its box size in pixels.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,23 +164,40 @@ pub(crate) fn settle<'t>(
             let (Some((pair, is_digit)), Some(r)) = (pair_of(g.ch), g.ratio()) else {
                 continue;
             };
-            let Some((_, Some((digit, letter)))) = refs.iter().find(|(p, _)| *p == pair) else {
-                continue;
+            let measured = refs.iter().find(|(p, _)| *p == pair).and_then(|(_, r)| *r);
+            let by_shape = measured.map(|(digit, letter)| {
+                let (own, other) = if is_digit {
+                    (digit, letter)
+                } else {
+                    (letter, digit)
+                };
+                let gap = (digit - letter).abs();
+                let (to_own, to_other) = ((r.ln() - own).abs(), (r.ln() - other).abs());
+                // Moved only when clearly nearer the other class, and within that class's
+                // reach (a box swallowing two glyphs is far from both); kept when clearly
+                // nearer its own; else the shape cannot tell.
+                if to_own - to_other >= MIN_MARGIN * gap && to_other <= MAX_REACH * gap {
+                    Some(true)
+                } else if to_other - to_own >= MIN_MARGIN * gap
+                    || (to_own > MAX_REACH * gap && to_other > MAX_REACH * gap)
+                {
+                    // Clearly its own class, or far from both (a box swallowing two glyphs).
+                    Some(false)
+                } else {
+                    None
+                }
+            });
+            let moved = match by_shape.flatten() {
+                Some(moved) => moved,
+                // A page with too few references, or a glyph between the classes (a coarse
+                // fax): its neighbours decide, where they leave no doubt.
+                None => among_the_other_class(&chars, i, is_digit),
             };
-            let (own, other) = if is_digit {
-                (digit, letter)
-            } else {
-                (letter, digit)
-            };
-            let gap = (digit - letter).abs();
-            let (to_own, to_other) = ((r.ln() - own).abs(), (r.ln() - other).abs());
-            // Moved only when clearly nearer the other class, and within that class's reach
-            // (a box swallowing two glyphs is far from both).
-            if to_own - to_other < MIN_MARGIN * gap || to_other > MAX_REACH * gap {
+            if !moved {
                 continue;
             }
             tracing::debug!(
-                word = %text, glyph = %g.ch, ratio = r, own = own.exp(), other = other.exp(),
+                word = %text, glyph = %g.ch, ratio = r, shape = ?by_shape,
                 "glyph moved to the other class"
             );
             let prev = i.checked_sub(1).map(|j| chars[j]);
@@ -197,6 +217,37 @@ pub(crate) fn settle<'t>(
     }
     changed
 }
+
+/// Whether the confusable glyph at `i` of a word sits among the other class: inside its run
+/// of letters and digits (a code's part between hyphens or slashes), every neighbour is of
+/// the other class, and with it that class makes a run of at least [`MIN_CONTEXT_RUN`]
+/// (`1NV2558971`: the `1` starts a run of letters; `890O`: the `O` ends a run of digits).
+/// Short runs (`1A`, `I0`) are left as read: there a code may well mix them.
+fn among_the_other_class(chars: &[char], i: usize, is_digit: bool) -> bool {
+    let other = |c: char| {
+        if is_digit {
+            c.is_alphabetic()
+        } else {
+            c.is_ascii_digit()
+        }
+    };
+    let prev = i.checked_sub(1).and_then(|j| chars.get(j)).copied();
+    let next = chars.get(i + 1).copied();
+    let neighbours: Vec<char> = [prev, next]
+        .into_iter()
+        .flatten()
+        .filter(|c| c.is_alphanumeric())
+        .collect();
+    if neighbours.is_empty() || !neighbours.iter().all(|&c| other(c)) {
+        return false;
+    }
+    let before = chars[..i].iter().rev().take_while(|&&c| other(c)).count();
+    let after = chars[i + 1..].iter().take_while(|&&c| other(c)).count();
+    before + 1 + after >= MIN_CONTEXT_RUN
+}
+
+/// Shortest run of the other class a glyph must complete before its neighbours decide it.
+const MIN_CONTEXT_RUN: usize = 3;
 
 #[cfg(test)]
 mod tests {
@@ -290,26 +341,53 @@ mod tests {
     }
 
     #[test]
-    fn a_page_without_references_of_both_classes_is_left_as_read() {
+    fn without_references_of_both_classes_the_neighbours_decide() {
         let glyphs = vec![
             word("2021", &[19, 11]),
             word("1110", &[11, 11, 11, 19]),
             word("DP1/2025/2396", &[6, 19]),
+            word("1A-5", &[6]),
+            word("1NV2558971", &[6, 11]),
+            word("SBE/2024/890O", &[19, 19, 25]),
+            word("HLCUDYF4864O41", &[25, 11]),
+            word("40HC", &[19]),
         ];
-        let mut texts: Vec<String> = ["2021", "1110", "DP1/2025/2396"].map(String::from).into();
-        assert_eq!(settle(&mut texts, &glyphs), 0);
-        assert_eq!(texts[2], "DP1/2025/2396");
+        let mut texts: Vec<String> = [
+            "2021",
+            "1110",
+            "DP1/2025/2396",
+            "1A-5",
+            "1NV2558971",
+            "SBE/2024/890O",
+            "HLCUDYF4864O41",
+            "40HC",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(settle(&mut texts, &glyphs), 4);
+        // A `1` starting a run of letters is an `I`; an `O` ending or inside a run of digits
+        // is a `0`.
+        assert_eq!(texts[2], "DPI/2025/2396");
+        assert_eq!(texts[4], "INV2558971");
+        assert_eq!(texts[5], "SBE/2024/8900");
+        assert_eq!(texts[6], "HLCUDYF4864041");
+        // Too short a run to tell (`1A`), or neighbours of both classes (`40HC`): as read.
+        assert_eq!(texts[3], "1A-5");
+        assert_eq!(texts[7], "40HC");
     }
 
     #[test]
-    fn classes_that_look_alike_in_the_font_decide_nothing() {
+    fn where_the_font_draws_the_classes_alike_the_neighbours_decide() {
         // A font whose `1` is a bare bar: the references do not differ enough.
         let glyphs = vec![
             word("1111", &[6, 6, 6, 6]),
             word("Illl", &[6, 6, 6, 6]),
             word("DP1/2", &[6]),
+            word("A1/2", &[6]),
         ];
-        let mut texts: Vec<String> = ["1111", "Illl", "DP1/2"].map(String::from).into();
-        assert_eq!(settle(&mut texts, &glyphs), 0);
+        let mut texts: Vec<String> = ["1111", "Illl", "DP1/2", "A1/2"].map(String::from).into();
+        assert_eq!(settle(&mut texts, &glyphs), 1);
+        assert_eq!(texts[2], "DPI/2");
+        assert_eq!(texts[3], "A1/2");
     }
 }

@@ -97,6 +97,12 @@ impl Tess {
         Ok(tess)
     }
 
+    /// How the next images are segmented: a whole page, one line, one block.
+    pub fn set_page_seg_mode(&mut self, psm: capi::TessPageSegMode) {
+        // SAFETY: valid handle.
+        unsafe { capi::TessBaseAPISetPageSegMode(self.raw.as_ptr(), psm) };
+    }
+
     fn set(&mut self, name: &str, value: &str) {
         if let (Ok(n), Ok(v)) = (CString::new(name), CString::new(value)) {
             // SAFETY: valid handle and NUL-terminated strings, copied by Tesseract.

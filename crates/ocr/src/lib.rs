@@ -110,16 +110,18 @@ mod process;
 mod resolution;
 mod rule_lines;
 mod scan_page;
+mod second_look;
 mod text_clean;
 mod text_height;
 
 pub use budget::PageBudget;
 pub use cache::{DirPageCache, PageCache};
 pub use preview::{render_preview, PreviewLimits};
+pub use second_look::{Crop, CropMode, PageCrops, CROP_BUDGET_PER_PAGE, CROP_TEXT_HEIGHT_PX};
 
 use gray::Gray;
 use ironclad_core::media::MediaType;
-use ironclad_core::page::{PageText, ReadMethod};
+use ironclad_core::page::{PageText, ReadMethod, Word};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::io::Write;
@@ -128,6 +130,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// Pixels a page too large for the pixel limit at [`ReadOptions::dpi`] is rendered with: an A4
+/// page at 350 DPI. A photo saved as a PDF at 72 DPI gets back about its own pixels.
+const FITTED_PAGE_PIXELS: u64 = 12_000_000;
+/// Lowest resolution such a page is rendered at: one that would need less is no document (a
+/// 100 000 pt square is refused), while a 48-megapixel photo saved at 72 DPI reads at 36.
+const MIN_FITTED_DPI: u32 = 24;
 
 /// The default of [`ReadOptions::text_height_px`]. The fixtures' scans are 8.5–9 pt type,
 /// ≈27 px at 300 DPI by this estimate. Their field accuracy (278 fields, `accuracy_report`)
@@ -176,6 +185,10 @@ pub struct ReadOptions {
     /// images of unknown resolution are left alone. `None` reads every page at
     /// [`ReadOptions::dpi`] or the image's own size. Default [`DEFAULT_TEXT_HEIGHT_PX`].
     pub text_height_px: Option<u32>,
+    /// Read regions of a page again on their own where the analysis finds a doubtful value
+    /// (see `second_look.rs` and [`PageReader::read_crops`]); the reader only carries the
+    /// setting for its callers. Default true.
+    pub second_look: bool,
     /// Scanned pages rendered and recognized at once, each with its own Tesseract engine,
     /// shared by every concurrent call on the reader (calls queue for turns, oldest first):
     /// size it to the cores left for OCR. Default: the number of available cores.
@@ -194,6 +207,7 @@ impl Default for ReadOptions {
             detect_rotation: true,
             rule_lines: RuleLines::DropMarks,
             text_height_px: DEFAULT_TEXT_HEIGHT_PX,
+            second_look: true,
             threads: thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
@@ -374,13 +388,13 @@ impl PageReader {
     pub fn read_file(&self, path: &Path, media: MediaType) -> Result<Vec<PageText>, ReadError> {
         let bytes = std::fs::read(path)
             .map_err(|e| ReadError::Retryable(format!("could not read {}: {e}", path.display())))?;
-        self.read(&bytes, media, Some(path), None)
+        self.read_with(&bytes, media, Some(path), None)
     }
 
     /// Reads every page of a document held in memory (a PDF is written to a temporary file
     /// for poppler). Otherwise as [`PageReader::read_file`].
     pub fn read_bytes(&self, bytes: &[u8], media: MediaType) -> Result<Vec<PageText>, ReadError> {
-        self.read(bytes, media, None, None)
+        self.read_with(bytes, media, None, None)
     }
 
     /// Reads every page of a document whose bytes the caller already holds, read from `path`
@@ -392,7 +406,7 @@ impl PageReader {
         bytes: &[u8],
         media: MediaType,
     ) -> Result<Vec<PageText>, ReadError> {
-        self.read(bytes, media, Some(path), None)
+        self.read_with(bytes, media, Some(path), None)
     }
 
     /// As [`PageReader::read_loaded`], giving up once `cancel` is set: no page starts after it
@@ -406,10 +420,90 @@ impl PageReader {
         media: MediaType,
         cancel: &AtomicBool,
     ) -> Result<Vec<PageText>, ReadError> {
-        self.read(bytes, media, Some(path), Some(cancel))
+        self.read_with(bytes, media, Some(path), Some(cancel))
     }
 
-    fn read(
+    /// Reads regions of pages again, each on its own (see `second_look.rs`): for each entry
+    /// of `pages`, one list of words per crop, boxes on the page as stored like the first
+    /// reading's. `bytes`, `media` and `path` are the document the pages were read from, which
+    /// has `page_count` pages. Each page with crops is decoded and prepared again as it was for
+    /// its first reading, during a turn of the page budget; the call gives up once `cancel` is
+    /// set. Blocks.
+    pub fn read_crops(
+        &self,
+        bytes: &[u8],
+        media: MediaType,
+        path: Option<&Path>,
+        page_count: usize,
+        pages: &[PageCrops<'_>],
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Vec<Vec<Vec<Word>>>, ReadError> {
+        let indices: Vec<u32> = pages
+            .iter()
+            .filter(|p| !p.crops.is_empty())
+            .map(|p| p.page.index)
+            .collect();
+        if indices.is_empty() {
+            return Ok(pages.iter().map(|_| Vec::new()).collect());
+        }
+        let temp;
+        let source = match media {
+            MediaType::Pdf => {
+                check_pdf_complete(bytes)?;
+                let path = match path {
+                    Some(p) => p,
+                    None => {
+                        temp = write_temp(bytes)?;
+                        temp.path()
+                    }
+                };
+                self.pdf_source(bytes, path, &indices, page_count)?
+            }
+            MediaType::Png => Source::Image {
+                bytes,
+                format: image::ImageFormat::Png,
+            },
+            MediaType::Jpeg => Source::Image {
+                bytes,
+                format: image::ImageFormat::Jpeg,
+            },
+            MediaType::Tiff => Source::Tiff { bytes },
+        };
+        let number = self.budget.call_number();
+        let mut out = Vec::with_capacity(pages.len());
+        for p in pages {
+            if p.crops.is_empty() {
+                out.push(Vec::new());
+                continue;
+            }
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(ReadError::Retryable("the read was cancelled".into()));
+            }
+            let _turn = self.budget.turn(number);
+            let deadline = Instant::now() + self.opts.page_timeout;
+            let (img, dpi, _) = self.page_image(&source, p.page.index, deadline)?;
+            let prepared = prepare::prepare(img, dpi);
+            let page = second_look::PreparedPage {
+                img: prepared.img,
+                geometry: prepared.geometry,
+                dpi,
+            };
+            out.push(second_look::read_crops(
+                &self.ocr, &page, p.page, &p.crops, deadline,
+            )?);
+        }
+        Ok(out)
+    }
+
+    /// How many crops a second look has read since this reader was made.
+    pub fn crops_read(&self) -> u64 {
+        self.ocr.crops_read()
+    }
+
+    /// Reads every page of a document held in memory; poppler reads `path` when given (the
+    /// same bytes, already on disk), else a temporary copy; gives up once `cancel` is set (see
+    /// [`PageReader::read_loaded_until`]). The general form of the other `read_*` calls.
+    pub fn read_with(
         &self,
         bytes: &[u8],
         media: MediaType,
@@ -458,7 +552,6 @@ impl PageReader {
                 temp.path()
             }
         };
-        let (max_pages, timeout) = (self.opts.max_pages, self.opts.page_timeout);
         let layers = self.text_layers(path)?;
         let mut pages: Vec<Option<PageText>> = layers
             .into_iter()
@@ -480,20 +573,7 @@ impl PageReader {
             .filter_map(|(i, p)| p.is_none().then_some(i))
             .collect();
         if !scanned.is_empty() {
-            let plain = scan_page::plain_scans(bytes, &scanned, pages.len(), max_pages);
-            // Page sizes, for the pixel limit before rendering: plain scans know theirs.
-            let mut sizes = if scanned.iter().all(|i| plain.contains_key(i)) {
-                vec![None; pages.len()]
-            } else {
-                pdf::pdf_info(path, max_pages, timeout)?.sizes
-            };
-            sizes.resize(pages.len(), None);
-            for (&i, scan) in &plain {
-                if let Some(slot) = sizes.get_mut(i as usize) {
-                    *slot = Some(scan.size);
-                }
-            }
-            let source = Source::Pdf { path, sizes, plain };
+            let source = self.pdf_source(bytes, path, &scanned, pages.len())?;
             for page in self.read_scans(&source, call, &scanned)? {
                 let slot = pages.get_mut(page.index as usize);
                 if let Some(slot) = slot {
@@ -505,6 +585,32 @@ impl PageReader {
             .into_iter()
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| ReadError::Retryable("some pages were not read".into()))
+    }
+
+    /// The scanned pages `scanned` of a PDF of `page_count` pages, ready to be rendered: plain
+    /// JPEG scans are found in the PDF's objects, the others rendered by `pdftoppm`.
+    fn pdf_source<'a>(
+        &self,
+        bytes: &[u8],
+        path: &'a Path,
+        scanned: &[u32],
+        page_count: usize,
+    ) -> Result<Source<'a>, ReadError> {
+        let (max_pages, timeout) = (self.opts.max_pages, self.opts.page_timeout);
+        let plain = scan_page::plain_scans(bytes, scanned, page_count, max_pages);
+        // Page sizes, for the pixel limit before rendering: plain scans know theirs.
+        let mut sizes = if scanned.iter().all(|i| plain.contains_key(i)) {
+            vec![None; page_count]
+        } else {
+            pdf::pdf_info(path, max_pages, timeout)?.sizes
+        };
+        sizes.resize(page_count, None);
+        for (&i, scan) in &plain {
+            if let Some(slot) = sizes.get_mut(i as usize) {
+                *slot = Some(scan.size);
+            }
+        }
+        Ok(Source::Pdf { path, sizes, plain })
     }
 
     /// Every page's text layer, in runs of [`pdf::TEXT_LAYER_RUN`] pages each with its own
@@ -648,7 +754,6 @@ impl PageReader {
         index: u32,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<PageText>, ReadError> {
-        let page_no = index + 1;
         let source_key = self.source_key(&call.digest, index);
         if let Some(hit) = self.cache_get(&source_key, index) {
             return Ok(Some(hit));
@@ -660,10 +765,26 @@ impl PageReader {
         // The page's clock starts with its turn: time spent queued behind other files' pages
         // says nothing about this page.
         let deadline = Instant::now() + self.opts.page_timeout;
+        let (img, dpi, fitted) = self.page_image(source, index, deadline)?;
+        let page = self.ocr_page(img, dpi, fitted, index, deadline, turn)?;
+        if let Some(cache) = &self.cache {
+            cache.put(&source_key, &page);
+        }
+        Ok(Some(page))
+    }
+
+    /// Page `index` of `source` as a gray image, its resolution when known, and whether it was
+    /// already rendered at the resolution its text needs (a plain JPEG scan). The pixel limit
+    /// is checked before anything is rendered or decoded.
+    fn page_image(
+        &self,
+        source: &Source,
+        index: u32,
+        deadline: Instant,
+    ) -> Result<(Gray, Option<u32>, bool), ReadError> {
+        let page_no = index + 1;
         let max_pixels = self.opts.max_pixels_per_page;
-        // Whether the page was already rendered at the resolution its text needs.
-        let mut fitted = false;
-        let (img, dpi) = match source {
+        Ok(match source {
             Source::Pdf { path, sizes, plain } => {
                 let size = sizes
                     .get(index as usize)
@@ -674,13 +795,22 @@ impl PageReader {
                             "page {page_no}: the PDF gives this page no size"
                         ))
                     })?;
-                let dpi = self.opts.dpi.max(1);
+                let mut dpi = self.opts.dpi.max(1);
                 let pixels = size.pixels_at(dpi);
                 if pixels > max_pixels {
-                    return Err(ReadError::Terminal(format!(
-                        "page {page_no}: {:.0}×{:.0} pt is {pixels} pixels at {dpi} DPI, over the limit of {max_pixels}",
-                        size.width_pt, size.height_pt
-                    )));
+                    // A page far larger than paper: a phone's photo saved as a PDF at 72 DPI
+                    // is a page of its pixels in points (3000×4000 pt). It is rendered with
+                    // the pixels of a well-scanned page, about its image's own; only a page
+                    // too large even at a coarse resolution is refused.
+                    let target = FITTED_PAGE_PIXELS.min(max_pixels) as f64;
+                    let fit = (f64::from(dpi) * (target / pixels as f64).sqrt()).floor() as u32;
+                    if fit < MIN_FITTED_DPI {
+                        return Err(ReadError::Terminal(format!(
+                            "page {page_no}: {:.0}×{:.0} pt is {pixels} pixels at {dpi} DPI, over the limit of {max_pixels} even at {MIN_FITTED_DPI} DPI",
+                            size.width_pt, size.height_pt
+                        )));
+                    }
+                    dpi = fit;
                 }
                 let text_height = self.opts.text_height_px;
                 match plain
@@ -689,8 +819,7 @@ impl PageReader {
                 {
                     Some((img, dpi)) => {
                         self.rendered_in_process.fetch_add(1, Ordering::Relaxed);
-                        fitted = true;
-                        (img, Some(dpi))
+                        (img, Some(dpi), true)
                     }
                     None => {
                         let img = pdf::render_page(
@@ -700,18 +829,19 @@ impl PageReader {
                             max_pixels,
                             remaining(deadline, page_no)?,
                         )?;
-                        (img, Some(dpi))
+                        (img, Some(dpi), false)
                     }
                 }
             }
-            Source::Image { bytes, format } => images::decode_single(bytes, *format, max_pixels)?,
-            Source::Tiff { bytes } => images::decode_tiff_page(bytes, index, max_pixels)?,
-        };
-        let page = self.ocr_page(img, dpi, fitted, index, deadline, turn)?;
-        if let Some(cache) = &self.cache {
-            cache.put(&source_key, &page);
-        }
-        Ok(Some(page))
+            Source::Image { bytes, format } => {
+                let (img, dpi) = images::decode_single(bytes, *format, max_pixels)?;
+                (img, dpi, false)
+            }
+            Source::Tiff { bytes } => {
+                let (img, dpi) = images::decode_tiff_page(bytes, index, max_pixels)?;
+                (img, dpi, false)
+            }
+        })
     }
 
     /// OCRs one page image, through the pixel-keyed cache, during `turn`.
@@ -860,7 +990,8 @@ fn cache_key(parts: &[&[u8]]) -> String {
     // 5: words and end glyphs read from rule lines taken out (`RuleLines`).
     // 6: pages prepared first (`prepare.rs`): photos flattened, skew of 0.4° or more turned
     //    back, uneven light divided out; boxes mapped back onto the stored image.
-    h.update(b"ironclad-ocr/6\0");
+    // 7: a confusable glyph's neighbours decide where its shape cannot (`890O`, `1NV…`).
+    h.update(b"ironclad-ocr/7\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());

@@ -11,6 +11,7 @@ use crate::budget::Turn;
 use crate::engine::{mean_confidence, Recognized, Tess};
 use crate::gray::Gray;
 use crate::prepare::Threshold;
+use crate::second_look::CropMode;
 use crate::{remaining, ReadError, ReadOptions};
 use ironclad_core::page::{BBox, Word};
 use leptess::capi;
@@ -37,6 +38,25 @@ struct Engines {
     osd: Option<Tess>,
 }
 
+impl Engines {
+    /// The recognition engine, loaded (and counted) on first use.
+    fn recognizer(&mut self, pool: &OcrPool) -> Result<&mut Tess, ReadError> {
+        if self.ocr.is_none() {
+            let t = Tess::new(
+                &pool.languages,
+                capi::TessOcrEngineMode_OEM_DEFAULT,
+                capi::TessPageSegMode_PSM_AUTO,
+            )
+            .map_err(ReadError::Retryable)?;
+            pool.engines_loaded.fetch_add(1, Ordering::Relaxed);
+            self.ocr = Some(t);
+        }
+        self.ocr
+            .as_mut()
+            .ok_or_else(|| ReadError::Retryable("no recognition engine".into()))
+    }
+}
+
 /// Idle engines and counters, shared by a reader and its OCR threads.
 pub(crate) struct OcrPool {
     languages: String,
@@ -54,6 +74,8 @@ pub(crate) struct OcrPool {
     stragglers: AtomicU64,
     /// Set once the `osd` data failed to load, so it is not retried on every page.
     osd_missing: AtomicBool,
+    /// Crops read by a second look.
+    crops_read: AtomicU64,
 }
 
 impl OcrPool {
@@ -69,6 +91,7 @@ impl OcrPool {
             engines_loaded: AtomicU64::new(0),
             stragglers: AtomicU64::new(0),
             osd_missing: AtomicBool::new(false),
+            crops_read: AtomicU64::new(0),
         }
     }
 
@@ -78,6 +101,10 @@ impl OcrPool {
 
     pub fn engines_loaded(&self) -> u64 {
         self.engines_loaded.load(Ordering::Relaxed)
+    }
+
+    pub fn crops_read(&self) -> u64 {
+        self.crops_read.load(Ordering::Relaxed)
     }
 
     fn take(&self) -> Engines {
@@ -250,25 +277,50 @@ fn recognize(
     deadline: Instant,
 ) -> Result<Vec<Word>, ReadError> {
     let budget = remaining(deadline, page_no)?;
-    let tess = match &mut engines.ocr {
-        Some(t) => t,
-        None => {
-            let t = Tess::new(
-                &pool.languages,
-                capi::TessOcrEngineMode_OEM_DEFAULT,
-                capi::TessPageSegMode_PSM_AUTO,
-            )
-            .map_err(ReadError::Retryable)?;
-            pool.engines_loaded.fetch_add(1, Ordering::Relaxed);
-            engines.ocr.insert(t)
-        }
-    };
+    let tess = engines.recognizer(pool)?;
     pool.ocr_calls.fetch_add(1, Ordering::Relaxed);
     match tess.recognize(img, dpi, threshold, budget, pool.drop_rule_marks) {
         Ok(Recognized::Words(words)) => Ok(words),
         Ok(Recognized::TimedOut) => Err(timeout(page_no, pool.page_timeout)),
         Err(m) => Err(ReadError::Terminal(format!("page {page_no}: {m}"))),
     }
+}
+
+/// Reads a crop of a page as one line or one block, thresholded as told, with an engine of
+/// the pool (on the caller's thread: a crop is small, and Tesseract's monitor stops it at the
+/// deadline).
+pub(crate) fn recognize_crop(
+    pool: &OcrPool,
+    img: &Gray,
+    dpi: Option<u32>,
+    mode: CropMode,
+    threshold: Threshold,
+    page_no: u32,
+    deadline: Instant,
+) -> Result<Vec<Word>, ReadError> {
+    let mut engines = pool.take();
+    let psm = match mode {
+        CropMode::Line => capi::TessPageSegMode_PSM_SINGLE_LINE,
+        CropMode::Block => capi::TessPageSegMode_PSM_SINGLE_BLOCK,
+    };
+    let result = (|| {
+        let budget = remaining(deadline, page_no)?;
+        let tess = engines.recognizer(pool)?;
+        pool.crops_read.fetch_add(1, Ordering::Relaxed);
+        tess.set_page_seg_mode(psm);
+        // Rule marks are still taken out; a crop's few glyphs are no references for
+        // settling `1`/`I` by shape, which needs a page's worth.
+        let read = tess.recognize(img, dpi, threshold, budget, pool.drop_rule_marks);
+        // The engine goes back to the pool reading whole pages.
+        tess.set_page_seg_mode(capi::TessPageSegMode_PSM_AUTO);
+        match read {
+            Ok(Recognized::Words(words)) => Ok(words),
+            Ok(Recognized::TimedOut) => Err(timeout(page_no, pool.page_timeout)),
+            Err(m) => Err(ReadError::Terminal(format!("page {page_no}: {m}"))),
+        }
+    })();
+    pool.give_back(engines);
+    result
 }
 
 fn timeout(page_no: u32, limit: Duration) -> ReadError {

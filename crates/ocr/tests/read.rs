@@ -776,3 +776,32 @@ fn a_bar_read_as_a_one_inside_an_identifier_is_settled_by_its_shape() {
     // Real ones stay: the container's check digit and the invoice's own number.
     assert!(words.contains(&"MAEU419080884"), "{words:?}");
 }
+
+/// A phone's "save as PDF" makes a page of the photo's pixels in points at 72 DPI: a
+/// 1275×1650-pixel photo is a 1275×1650 pt page, 36 megapixels at 300 DPI, and a 48-megapixel
+/// photo is 830 megapixels. Such a page is read at about its image's own resolution instead of
+/// being refused as over the pixel limit (then the case would end FAILED for a readable file).
+#[test]
+fn a_photo_saved_as_a_pdf_at_72_dpi_is_read_at_its_own_resolution() {
+    let r = PageReader::new(
+        ReadOptions {
+            // The limit of a small deployment: the page at 300 DPI is over it.
+            max_pixels_per_page: 20_000_000,
+            ..opts()
+        },
+        None,
+    );
+    let scan = invoice_scan();
+    for jpeg in [true, false] {
+        let page = Page {
+            width_pt: f64::from(scan.width()),
+            height_pt: f64::from(scan.height()),
+            jpeg,
+            ..Page::scan(scan)
+        };
+        let pages = r
+            .read_bytes(&pdf(&[page]), MediaType::Pdf)
+            .unwrap_or_else(|e| panic!("jpeg {jpeg}: {e}"));
+        assert_invoice(&pages[0]);
+    }
+}
