@@ -442,6 +442,13 @@ pub(crate) fn read(
         parsed.certainty *= SHAPE_REPAIR_CERTAINTY.powi(fitted.repairs as i32);
         return Ok(parsed);
     }
+    // A value of the shape beside a stray fragment OCR glued to it: the fragment is dropped,
+    // a guess like a repair.
+    if let Some(fitted) = field.shape.as_ref().and_then(|s| s.fit_within(raw)) {
+        let mut parsed = parse::parse(kind, &fitted.text, &field.hints)?;
+        parsed.certainty *= SHAPE_REPAIR_CERTAINTY.powi(fitted.repairs as i32 + 1);
+        return Ok(parsed);
+    }
     let with_unit = match &field.unit {
         Some(unit) if !raw.contains(char::is_alphabetic) => Some(format!("{raw} {unit}")),
         _ => None,

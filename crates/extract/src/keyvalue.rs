@@ -161,11 +161,17 @@ impl<'p> LabelPage<'p> {
         let position = spans.iter().position(|(i, _)| *i == words[0])?;
         if let Some((before, _)) = position.checked_sub(1).map(|k| &spans[k]) {
             let gap = f64::from(self.boxes[words[0]].x0 - self.boxes[*before].x1);
-            let prose = self.page.words[*before]
-                .text
-                .chars()
-                .next()
-                .is_some_and(char::is_lowercase);
+            let lower = |i: usize| {
+                self.page.words[i]
+                    .text
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_lowercase)
+            };
+            // A sentence is lower-case words in a row; a unit after a number (`7,980.62 kg
+            // Gross weight: …`, two labels on one line) is not one.
+            let earlier = position.checked_sub(2).map(|k| spans[k].0);
+            let prose = lower(*before) && earlier.is_none_or(lower);
             if prose && gap <= MAX_GAP_CHARS * self.char_width(&[*before, words[0]]) {
                 return None;
             }
@@ -210,6 +216,9 @@ impl<'p> LabelPage<'p> {
             .iter()
             .position(|&i| can_start_value(&self.page.words[i]));
         match start {
+            // The next thing on the row is another label (`VESSEL:` beside `BILL OF LADING
+            // NO.:` in a stacked row): this label's value is elsewhere.
+            Some(s) if is_colon_label(&self.page.words[row[s]]) => Vec::new(),
             Some(s) => self.run(&row[s..], cw),
             None => Vec::new(),
         }
@@ -236,6 +245,10 @@ impl<'p> LabelPage<'p> {
         let Some(first) = first else {
             return Vec::new();
         };
+        // The first thing under the label is a label: its value row is missing.
+        if is_colon_label(&self.page.words[first]) {
+            return Vec::new();
+        }
         let fb = self.boxes[first];
         let line = self.page.words[first].line;
         let mut row: Vec<usize> = (0..self.page.words.len())
@@ -395,6 +408,11 @@ pub(crate) fn is_number_mark(text: &str) -> bool {
     )
 }
 
+/// A word ending in a colon: a label (`VESSEL:`), never the value of another.
+fn is_colon_label(word: &Word) -> bool {
+    word.text.trim_end().ends_with(':')
+}
+
 /// Whether a value may start with this word: not a rule mark, and not a speck of dirt OCR
 /// read as a symbol (`©`, `°`, `*`: no letter or digit). A currency sign may start an amount.
 pub(crate) fn can_start_value(word: &Word) -> bool {
@@ -491,6 +509,73 @@ mod tests {
             texts(&p, &p.values(&hc[0], &container.value_at)),
             ["TGHU9458075"]
         );
+    }
+
+    #[test]
+    fn a_label_after_a_unit_is_a_label_not_prose() {
+        // Net weight: 7,980.62 kg Grass weight: 8,933.44 kg   (a fax's `Grass`)
+        let pg = page(&[
+            ("Net", 0.05, 0.20, 0.08, 0),
+            ("weight:", 0.09, 0.20, 0.15, 0),
+            ("7,980.62", 0.16, 0.20, 0.23, 0),
+            ("kg", 0.24, 0.20, 0.26, 0),
+            ("Grass", 0.28, 0.20, 0.33, 0),
+            ("weight:", 0.34, 0.20, 0.40, 0),
+            ("8,933.44", 0.41, 0.20, 0.48, 0),
+            ("kg", 0.49, 0.20, 0.51, 0),
+        ]);
+        let f = field("['gross weight']", "[right]");
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&f, None);
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(texts(&p, &p.values(&hits[0], &f.value_at)), ["8,933.44 kg"]);
+        // In a sentence it is still prose.
+        let pg = page(&[
+            ("the", 0.05, 0.20, 0.08, 0),
+            ("stated", 0.09, 0.20, 0.15, 0),
+            ("gross", 0.16, 0.20, 0.21, 0),
+            ("weight", 0.22, 0.20, 0.28, 0),
+            ("applies", 0.29, 0.20, 0.36, 0),
+        ]);
+        let p = LabelPage::new(&pg);
+        assert!(p.find_labels(&f, None).is_empty());
+    }
+
+    #[test]
+    fn a_colon_label_beside_or_under_a_label_is_not_its_value() {
+        // CONTAINER NO.:   BILL OF LADING NO.:   VESSEL:       (only the B/L's is declared)
+        // CMAU0321047      CMDUDTT5566049        CMA CGM TAGE
+        let pg = page(&[
+            ("CONTAINER", 0.05, 0.20, 0.14, 0),
+            ("NO.:", 0.15, 0.20, 0.18, 0),
+            ("BILL", 0.35, 0.20, 0.39, 0),
+            ("OF", 0.40, 0.20, 0.42, 0),
+            ("LADING", 0.43, 0.20, 0.49, 0),
+            ("NO.:", 0.50, 0.20, 0.53, 0),
+            ("VESSEL:", 0.65, 0.20, 0.72, 0),
+            ("CMAU0321047", 0.05, 0.215, 0.16, 1),
+            ("CMDUDTT5566049", 0.35, 0.215, 0.48, 1),
+            ("CMA", 0.65, 0.215, 0.68, 1),
+        ]);
+        let bl = field("['bill of lading no']", "[right, below]");
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&bl, None);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            texts(&p, &p.values(&hits[0], &bl.value_at)),
+            ["CMDUDTT5566049"]
+        );
+        // A label whose value row is missing: the next row's label is not its value.
+        let pg = page(&[
+            ("BILL", 0.35, 0.20, 0.39, 0),
+            ("OF", 0.40, 0.20, 0.42, 0),
+            ("LADING", 0.43, 0.20, 0.49, 0),
+            ("NO.:", 0.50, 0.20, 0.53, 0),
+            ("FREIGHT:", 0.35, 0.215, 0.43, 1),
+        ]);
+        let p = LabelPage::new(&pg);
+        let hits = p.find_labels(&bl, None);
+        assert!(p.values(&hits[0], &bl.value_at).is_empty());
     }
 
     #[test]

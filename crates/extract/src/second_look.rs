@@ -353,6 +353,27 @@ fn cut_short(chosen: &Candidate, page: &PageText) -> bool {
     }
     let b = chosen.bbox;
     let height = b.y1 - b.y0;
+    // The word the value ends in goes on with a separator the value left out (`42,` of
+    // `TOTAL USD 42,` where a stamp covers `444.36`).
+    let ends_open = page.words.iter().any(|w| {
+        let wb = w.bbox;
+        let centre = (wb.y0 + wb.y1) / 2.0;
+        let text = w.text.trim_end();
+        centre > b.y0
+            && centre < b.y1
+            && wb.x0 < b.x1
+            && (wb.x1 - b.x1).abs() <= height
+            && text.ends_with([',', '.', '-', '/'])
+            && text
+                .chars()
+                .rev()
+                .nth(1)
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+            && !chosen.raw.trim_end().ends_with(text)
+    });
+    if ends_open {
+        return true;
+    }
     let chars = chosen
         .raw
         .chars()
@@ -460,6 +481,11 @@ fn field_looks(
         let cw = (b.x1 - b.x0) / chars as f32;
         let (mut region, _) = row_region(page, b, b.x0 - cw, &[]);
         region.x0 = (b.x0 - 2.0 * cw).max(0.0);
+        if doubt == Doubt::CutShort {
+            // What cut it (a stamp, a fold) may hide the rest from the first reading's words:
+            // read on past them, as far as the value had already come.
+            region.x1 = (region.x1 + (b.x1 - b.x0).max(12.0 * cw)).min(1.0);
+        }
         // The structural part of the reading's confidence (what it lost to a fuzzy label or
         // a second-choice direction) carries over to what is read there again.
         let base = c.ocr_confidence * c.certainty;

@@ -13,6 +13,8 @@ use std::fmt;
 pub const MAX_SHAPE_LEN: usize = 64;
 /// Most shapes one field may list.
 pub const MAX_SHAPES: usize = 32;
+/// Most pieces of a value searched for a run of the shape ([`Shape::fit_within`]).
+const MAX_PIECES: usize = 12;
 
 /// One position of a shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,36 @@ impl Shape {
             .iter()
             .filter_map(|slots| fit_slots(slots, &chars))
             .min_by_key(|f| f.repairs)
+    }
+
+    /// The value of the shape inside `raw` when `raw` as a whole does not fit: a run of its
+    /// whitespace-separated pieces that does, with the fewest repairs (the longest run on a
+    /// tie). OCR glues a stray fragment of a neighbouring word onto a value (`ng
+    /// MEDUWL094413`), and a shape is specific enough to find the value in it.
+    pub fn fit_within(&self, raw: &str) -> Option<Fitted> {
+        if self.fit(raw).is_some() {
+            return None;
+        }
+        let pieces: Vec<&str> = raw.split_whitespace().take(MAX_PIECES).collect();
+        let mut best: Option<(Fitted, usize)> = None;
+        for start in 0..pieces.len() {
+            for end in start + 1..=pieces.len() {
+                if start == 0 && end == pieces.len() {
+                    continue;
+                }
+                let Some(f) = self.fit(&pieces[start..end].concat()) else {
+                    continue;
+                };
+                let run = end - start;
+                let better = best.as_ref().is_none_or(|(b, r)| {
+                    (f.repairs, std::cmp::Reverse(run)) < (b.repairs, std::cmp::Reverse(*r))
+                });
+                if better {
+                    best = Some((f, run));
+                }
+            }
+        }
+        best.map(|(f, _)| f)
     }
 
     /// How much of `after` (the rest of the value's line) completes `raw` into the shape, in
@@ -312,6 +344,20 @@ mod tests {
             Shape::any_of(&["COSU##".to_owned(), "## ##".to_owned()]),
             Err(1)
         );
+    }
+
+    #[test]
+    fn a_value_of_the_shape_is_found_beside_a_stray_fragment() {
+        let bl = Shape::parse("MEDU@@######").expect("shape");
+        let f = bl.fit_within("ng MEDUWL094413").expect("found");
+        assert_eq!(f.text, "MEDUWL094413");
+        assert_eq!(
+            bl.fit_within("MEDUWL O94413 |").expect("found").text,
+            "MEDUWL094413"
+        );
+        // A value that fits whole is `fit`'s; one with no run of the shape is none.
+        assert_eq!(bl.fit_within("MEDUWL094413"), None);
+        assert_eq!(bl.fit_within("ng MAEU12345678"), None);
     }
 
     #[test]
