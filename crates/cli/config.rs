@@ -193,6 +193,10 @@ pub struct RoleSettings {
     /// (faster, same accuracy; never enlarged); 0 reads them at full resolution.
     #[arg(long, env = "IRONCLAD_OCR_TEXT_HEIGHT")]
     pub ocr_text_height: Option<u32>,
+    /// Read again, region by region, where a doubtful value should be (missing, conflicting,
+    /// below the confidence floor, of the wrong shape); `false` keeps the first reading.
+    #[arg(long, env = "IRONCLAD_SECOND_LOOK", default_value_t = true, action = clap::ArgAction::Set)]
+    pub second_look: bool,
     /// Directory caching read pages by content hash (a reprocess or duplicate upload is not
     /// OCRed twice).
     #[arg(long, env = "IRONCLAD_PAGE_CACHE_DIR")]

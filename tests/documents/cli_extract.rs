@@ -476,3 +476,72 @@ fn a_declarations_untitled_second_page_continues_it() {
     assert_eq!(segments[0]["segment"]["doc_type"], "customs_declaration");
     assert_eq!(segments[0]["segment"]["pages"], serde_json::json!([0, 1]));
 }
+
+/// The README's sample declaration (`samples/dossiers/02-scans`): Tesseract splits the line
+/// `Invoice No.: DPI-2404-118` into two columns and the first reading gives `DPI`. The second
+/// look reads that row again on its own, gets the number whole, and the cut reading no longer
+/// counts: the fact is `DPI-2404-118`, not in conflict, its evidence box on the printed value
+/// of the stored page (right of the page's middle, on the invoice-number row). With the second
+/// look off, the same binary leaves the cut reading in conflict — so this test fails without
+/// it.
+#[test]
+fn a_value_ocr_split_from_its_row_is_read_whole_by_a_second_look() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples/dossiers/02-scans/customs-declaration.tiff");
+    let report = extract_one(&file);
+    let fact = fact_of(&report, "invoice_number");
+    let chosen = &fact["chosen"];
+    let key = |v: &Value| -> String {
+        v.as_str()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect()
+    };
+    assert_eq!(key(&chosen["value"]["value"]), "DPI2404118", "{fact}");
+    assert_eq!(fact["conflict"], false, "{fact}");
+    assert!(
+        fact["candidates"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["origin"] == "second_look")),
+        "a second-look reading is among the evidence: {fact}"
+    );
+    let b = &chosen["bbox"];
+    let (x0, y0, x1) = (
+        b["x0"].as_f64().unwrap_or(-1.0),
+        b["y0"].as_f64().unwrap_or(-1.0),
+        b["x1"].as_f64().unwrap_or(-1.0),
+    );
+    // Where the generator prints it: after `Invoice No.:` in the right half, a third of the
+    // way down the page.
+    assert!(x0 > 0.5 && x1 < 0.75 && (0.3..0.37).contains(&y0), "{b}");
+    let summary = &report["second_look"];
+    assert!(summary["regions"].as_u64().unwrap_or(0) >= 1, "{summary}");
+    assert!(
+        summary["facts_changed"].as_u64().unwrap_or(0) >= 1,
+        "{summary}"
+    );
+
+    let without = extract_with(&file, &["--second-look", "false"]);
+    let first = fact_of(&without, "invoice_number");
+    assert!(
+        key(&first["chosen"]["value"]["value"]) != "DPI2404118" || first["conflict"] == true,
+        "the first reading alone was expected to be cut or in conflict with its cut reading \
+         (else this test proves nothing): {first}"
+    );
+    assert_eq!(without["second_look"]["regions"], 0);
+}
+
+/// A text-layer PDF costs the second look nothing: no region is read again.
+#[test]
+fn a_text_layer_file_gets_no_second_look() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/generated/set-02/customs-declaration.pdf");
+    let report = extract_one(&file);
+    assert_eq!(
+        report["second_look"]["regions"], 0,
+        "{}",
+        report["second_look"]
+    );
+    assert_eq!(report["second_look"]["pages"], 0);
+}

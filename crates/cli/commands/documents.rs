@@ -6,12 +6,13 @@ use super::connect_store;
 use crate::config::Connections;
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use ironclad_core::page::{PageText, ReadMethod};
+use ironclad_core::page::ReadMethod;
 use ironclad_extract::invoice2data::{compile_set, Template, MAX_TEMPLATES, MAX_TEMPLATE_BYTES};
 use ironclad_extract::Workflow;
 use ironclad_ocr::{PageReader, ReadOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// The trade workflow shipped with the binary, used when no other is given.
 pub const DEFAULT_WORKFLOW_YAML: &str = include_str!("../../../workflows/trade.yaml");
@@ -85,6 +86,10 @@ pub struct ExtractArgs {
     /// (never enlarged); 0 reads them at full resolution.
     #[arg(long, env = "IRONCLAD_OCR_TEXT_HEIGHT")]
     pub text_height: Option<u32>,
+    /// Read again, region by region, where a doubtful value should be (`false`: the first
+    /// reading only, to compare).
+    #[arg(long, env = "IRONCLAD_SECOND_LOOK", default_value_t = true, action = clap::ArgAction::Set)]
+    pub second_look: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -288,19 +293,27 @@ fn method(m: ReadMethod) -> &'static str {
 /// small, few enough that their bytes and pages held for in-order printing stay small.
 const EXTRACT_FILES_AT_ONCE: usize = 8;
 
-/// Reads and sniffs one file, then reads its pages.
+/// Reads and sniffs one file, then reads it as the pipeline does
+/// ([`ironclad_reading::read_document`]: pages, analysis, second look).
 fn read_one(
     reader: &PageReader,
     path: &Path,
-) -> Result<(ironclad_core::media::MediaType, Vec<PageText>), String> {
+    workflow: &Workflow,
+    templates: &[Template],
+) -> Result<(ironclad_core::media::MediaType, ironclad_reading::Reading), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
     let media = ironclad_documents::sniff(&bytes).ok_or("not a PDF, PNG, JPEG or TIFF")?;
     // Poppler gets a copy of what was read, not the path: a pipe cannot be read twice, and
     // /dev/stdin or /dev/fd/N would name poppler's own descriptors.
-    let pages = reader
-        .read_bytes(&bytes, media)
-        .map_err(|e| e.to_string())?;
-    Ok((media, pages))
+    let document = ironclad_reading::Document {
+        bytes: &bytes,
+        media,
+        path: None,
+    };
+    let reading =
+        ironclad_reading::read_document(reader, document, Some(workflow), templates, None)
+            .map_err(|e| e.to_string())?;
+    Ok((media, reading))
 }
 
 pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
@@ -314,10 +327,12 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             languages: args.languages.clone(),
             rule_lines: args.rule_lines,
             text_height_px: ironclad_ocr::text_height_setting(args.text_height),
+            second_look: args.second_look,
             ..ReadOptions::default()
         },
         None,
     ));
+    let (workflow, templates) = (Arc::new(workflow), Arc::new(templates));
     let mut code = ExitCode::SUCCESS;
     // Files are read several at a time (the reader's page budget keeps the cores busy and
     // the engines bounded) and reported in the order given.
@@ -327,9 +342,10 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         while reading.len() < EXTRACT_FILES_AT_ONCE {
             let Some(file) = files.next() else { break };
             let (r, path) = (reader.clone(), file.clone());
+            let (w, t) = (workflow.clone(), templates.clone());
             reading.push_back((
                 file,
-                tokio::task::spawn_blocking(move || read_one(&r, &path)),
+                tokio::task::spawn_blocking(move || read_one(&r, &path, &w, &t)),
             ));
         }
         let Some((file, read)) = reading.pop_front() else {
@@ -338,7 +354,7 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         let read = read
             .await
             .unwrap_or_else(|e| Err(format!("reading it crashed: {e}")));
-        let (media, pages) = match read {
+        let (media, reading) = match read {
             Ok(read) => read,
             Err(e) => {
                 eprintln!("{}: {e}", file.display());
@@ -346,9 +362,17 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let mut analysis = ironclad_extract::analyze(&workflow, &pages);
-        // Templates read the pages laid out in columns, as `pdftotext -layout` prints them.
-        ironclad_extract::apply_templates(&mut analysis, Some(&workflow), &templates, &pages);
+        let ironclad_reading::Reading {
+            pages,
+            analysis,
+            second_look,
+        } = reading;
+        // A workflow is always given here, so there is always an analysis.
+        let Some(analysis) = analysis else {
+            eprintln!("{}: no analysis", file.display());
+            code = ExitCode::from(2);
+            continue;
+        };
         if args.json {
             let template = analysis.template.as_ref().and_then(|t| {
                 let fields = t.output.as_ref()?;
@@ -358,7 +382,7 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                 "{}",
                 serde_json::json!({
                     "file": file, "media_type": media.as_str(), "pages": pages, "analysis": analysis,
-                    "invoice2data": template,
+                    "invoice2data": template, "second_look": second_look,
                 })
             );
             continue;
@@ -381,12 +405,9 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                     String::new()
                 },
                 match &class.doc_type {
-                    Some(t) => match &class.by_labels {
-                        Some(fields) => format!(
-                            "{t} ({:.2}, by the labels of {}: no title or keywords enough)",
-                            class.confidence,
-                            fields.join(", ")
-                        ),
+                    // Recognized by its labels, or continuing the page before: say why.
+                    Some(t) => match class.explanation() {
+                        Some(why) => format!("{t} ({:.2}; {why})", class.confidence),
                         None => format!("{t} ({:.2})", class.confidence),
                     },
                     None => format!(
@@ -420,7 +441,7 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             for f in &s.facts {
                 match &f.chosen {
                     Some(c) => println!(
-                        "  {:<20} = {:<28} raw {:?} page {} box [{:.3},{:.3},{:.3},{:.3}] confidence {:.2}{}{}",
+                        "  {:<20} = {:<28} raw {:?} page {} box [{:.3},{:.3},{:.3},{:.3}] confidence {:.2}{}{}{}",
                         f.field,
                         serde_json::to_string(&c.value).unwrap_or_default(),
                         c.raw,
@@ -431,11 +452,22 @@ pub async fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
                         c.bbox.y1,
                         c.confidence,
                         if f.candidates.len() > 1 { format!(", {} candidates", f.candidates.len()) } else { String::new() },
-                        if f.conflict { ", CONFLICT" } else { "" }
+                        if f.conflict { ", CONFLICT" } else { "" },
+                        if c.origin.is_some() { ", read by a second look" } else { "" }
                     ),
                     None => println!("  {:<20} = (none){}", f.field, if f.missing_required { " — required, MISSING" } else { "" }),
                 }
             }
+        }
+        if second_look.regions > 0 {
+            println!(
+                "second look: {} region(s) on {} page(s) read again in {} ms; {} reading(s) added, {} field(s) changed",
+                second_look.regions,
+                second_look.pages,
+                second_look.ms,
+                second_look.candidates,
+                second_look.facts_changed
+            );
         }
         match &analysis.template {
             Some(t) => match (&t.output, &t.error) {

@@ -322,6 +322,7 @@ impl ProcessorContext<'_> {
         let options = ironclad_ocr::ReadOptions {
             languages: s.ocr_languages.clone(),
             text_height_px: ironclad_ocr::text_height_setting(s.ocr_text_height),
+            second_look: s.second_look,
             ..ironclad_ocr::ReadOptions::default()
         };
         Ok((options, Some(Arc::new(cache))))
@@ -365,8 +366,8 @@ fn processor_registry<'a>() -> ProcessorRegistry<ProcessorContext<'a>> {
             config.api_key = s.provider_key.clone().filter(|k| !k.is_empty());
             config.timeout = s.provider_timeout;
             let (options, cache) = cx.reading()?;
-            let reader = Arc::new(ironclad_ocr::PageReader::new(options, cache));
-            let provider = ironclad_provider::OpenAiProvider::new(config, reader, cx.workflows()?)
+            let readers = ironclad_reading::ReaderPool::new(options, cache);
+            let provider = ironclad_provider::OpenAiProvider::new(config, readers, cx.workflows()?)
                 .map_err(|e| e.to_string())?;
             Ok(Arc::new(provider))
         },

@@ -44,13 +44,13 @@
 //! # Construction
 //!
 //! ```no_run
-//! # fn demo(reader: std::sync::Arc<ironclad_ocr::PageReader>, workflows: ironclad_provider::Workflows)
+//! # fn demo(readers: ironclad_reading::ReaderPool, workflows: ironclad_provider::Workflows)
 //! # -> Result<(), ironclad_provider::ConfigError> {
 //! use ironclad_provider::{OpenAiProvider, ProviderConfig};
 //! let mut config = ProviderConfig::new("http://127.0.0.1:11434/v1", "llama3.1");
 //! config.api_key = Some("sk-…".into());
 //! config.timeout = std::time::Duration::from_secs(30);
-//! let provider = OpenAiProvider::new(config, reader, workflows)?;
+//! let provider = OpenAiProvider::new(config, readers, workflows)?;
 //! # Ok(()) }
 //! ```
 //!

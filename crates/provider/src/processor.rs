@@ -7,13 +7,11 @@ use crate::config::{ConfigError, ProviderConfig};
 use crate::verify::{merge, verify, Verification};
 use ironclad_core::page::{PageText, ReadMethod};
 use ironclad_documents::processor::{
-    read_verified, DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
+    DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
-use ironclad_extract::invoice2data::Template;
-use ironclad_extract::{Analysis, Workflow};
-use ironclad_ocr::{PageReader, ReadError};
+use ironclad_extract::Analysis;
+use ironclad_reading::{read_source, ReaderPool, Reading, SecondLookSummary, SourceReading};
 use serde_json::json;
-use std::sync::Arc;
 
 pub use ironclad_documents::workflows::{
     LoadedWorkflow as WorkflowEntry, WorkflowSet as Workflows,
@@ -24,21 +22,21 @@ pub use ironclad_documents::workflows::{
 #[derive(Debug)]
 pub struct OpenAiProvider {
     client: OpenAiClient,
-    reader: Arc<PageReader>,
+    readers: ReaderPool,
     workflows: Workflows,
 }
 
 impl OpenAiProvider {
-    /// A provider reading pages with `reader` (shared with the rest of the process),
-    /// applying `workflows`, and calling the endpoint of `config`.
+    /// A provider reading pages with `readers` (one per workflow's languages, sharing one
+    /// page budget), applying `workflows`, and calling the endpoint of `config`.
     pub fn new(
         config: ProviderConfig,
-        reader: Arc<PageReader>,
+        readers: ReaderPool,
         workflows: Workflows,
     ) -> Result<Self, ConfigError> {
         Ok(Self {
             client: OpenAiClient::new(config)?,
-            reader,
+            readers,
             workflows,
         })
     }
@@ -49,29 +47,19 @@ impl OpenAiProvider {
     }
 
     async fn run(&self, input: SourceInput) -> Result<ProcessedSource, ProcessorError> {
-        // The provider reads what `ironclad-extract` compiled, as the built-in reader does.
-        let plan = self.workflows.plan_for::<Workflow, Vec<Template>>(&input)?;
-        let name = plan.name();
-        let (workflow, wf, templates) = (plan.loaded, plan.workflow, plan.templates);
-        let bytes = read_verified(&input).await?;
-        let reader = self.reader.clone();
-        let media = input.media_type;
-        let wf_for_reading = wf.clone();
-        // Reading and analysis are CPU work: keep them off the async threads.
-        let (pages, analysis) = tokio::task::spawn_blocking(move || {
-            let pages = reader.read_bytes(&bytes, media).map_err(|e| match e {
-                ReadError::Terminal(m) => ProcessorError::Terminal(m),
-                ReadError::Retryable(m) => ProcessorError::Retryable(m),
-            })?;
-            // The model is asked about what the workflow and the case's templates left.
-            let templates = templates.as_deref().map_or(&[][..], Vec::as_slice);
-            let analysis =
-                ironclad_extract::analyze_source(wf_for_reading.as_deref(), templates, &pages);
-            Ok::<_, ProcessorError>((pages, analysis))
-        })
-        .await
-        .map_err(|e| ProcessorError::Terminal(format!("page reading crashed: {e}")))??;
-
+        // Pages, analysis and second look exactly as the built-in reader's: the model is then
+        // asked about what the workflow and the case's templates left.
+        let SourceReading {
+            workflow,
+            name,
+            instructions: wf,
+            reading,
+        } = read_source(&self.readers, &self.workflows, &input).await?;
+        let Reading {
+            pages,
+            analysis,
+            second_look,
+        } = reading;
         let mut analysis = analysis;
         let mut calls = Calls::default();
         if let (Some(a), Some(w)) = (analysis.as_mut(), wf.as_deref()) {
@@ -133,7 +121,7 @@ impl OpenAiProvider {
                 }));
             }
         }
-        Ok(self.finish(name, workflow, pages, analysis, calls))
+        Ok(self.finish(name, workflow, pages, analysis, calls, second_look))
     }
 
     fn finish(
@@ -143,6 +131,7 @@ impl OpenAiProvider {
         pages: Vec<PageText>,
         analysis: Option<Analysis>,
         calls: Calls,
+        second_look: SecondLookSummary,
     ) -> ProcessedSource {
         let ocr_pages = pages.iter().filter(|p| p.method == ReadMethod::Ocr).count();
         let summary = json!({
@@ -152,6 +141,7 @@ impl OpenAiProvider {
             "ocr_pages": ocr_pages,
             "text_layer_pages": pages.len() - ocr_pages,
             "workflow": name,
+            "second_look": second_look,
             "provider_requests": calls.requests,
             "usage": calls.usage,
             "segments": analysis.as_ref().map(|_| calls.segments),

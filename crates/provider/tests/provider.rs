@@ -11,7 +11,7 @@ use ironclad_documents::processor::{
 };
 use ironclad_documents::workflows::{CompiledTemplates, CompiledWorkflow};
 use ironclad_extract::{Fact, Workflow};
-use ironclad_ocr::{PageReader, ReadOptions};
+use ironclad_ocr::ReadOptions;
 use ironclad_provider::fake::{FakeOpenAi, Reply};
 use ironclad_provider::verify::PROVIDER_PATTERN;
 use ironclad_provider::{
@@ -20,7 +20,7 @@ use ironclad_provider::{
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -53,19 +53,15 @@ const INVOICE: &str = "Ref INV-42 TOTAL USD 1,234.56 COMMERCIAL INVOICE";
 
 const WORKFLOW_ID: Uuid = Uuid::from_u128(0x7);
 
-fn reader() -> Arc<PageReader> {
-    static READER: OnceLock<Arc<PageReader>> = OnceLock::new();
-    READER
-        .get_or_init(|| {
-            Arc::new(PageReader::new(
-                ReadOptions {
-                    threads: 1,
-                    ..ReadOptions::default()
-                },
-                None,
-            ))
-        })
-        .clone()
+/// Readers as the binary makes them (one per workflow's languages), one OCR thread.
+fn reader() -> ironclad_reading::ReaderPool {
+    ironclad_reading::ReaderPool::new(
+        ReadOptions {
+            threads: 1,
+            ..ReadOptions::default()
+        },
+        None,
+    )
 }
 
 fn workflows(default: bool) -> Workflows {
@@ -146,6 +142,7 @@ fn the_built_in_reading_alone_misses_what_the_provider_must_supply() {
     // patterns find only the total.
     let dir = tempdir();
     let pages = reader()
+        .for_workflow(None)
         .read_file(&invoice_source(&dir).blob_path, MediaType::Pdf)
         .unwrap_or_else(|e| panic!("{e}"));
     let wf = Workflow::from_yaml(TRADE).unwrap_or_else(|e| panic!("{e}"));
@@ -540,6 +537,7 @@ async fn a_slow_provider_times_out_on_time() {
 
     // The request alone, timed precisely (no page reading in the measurement).
     let pages = reader()
+        .for_workflow(None)
         .read_file(&input.blob_path, MediaType::Pdf)
         .unwrap_or_else(|e| panic!("{e}"));
     let wf = Workflow::from_yaml(TRADE).unwrap_or_else(|e| panic!("{e}"));
@@ -796,4 +794,53 @@ async fn the_cases_templates_are_read_too() {
     assert_eq!(chosen.template.as_deref(), Some("Ref Corp"));
     let used = done.analysis.as_ref().and_then(|a| a.template.as_ref());
     assert_eq!(used.map(|t| t.issuer.as_str()), Some("Ref Corp"));
+}
+
+/// The provider reads through the built-in processor's one reading path, second look
+/// included: the sample declaration's invoice number, which Tesseract splits from its row
+/// (`DPI` … `-2404-118`), comes out whole and unconflicted before the model is asked anything
+/// (the model here finds nothing), and the job's summary says what the second look did.
+#[tokio::test]
+async fn the_provider_reads_with_the_second_look_of_the_built_in_path() {
+    let tiff = sample("02-scans/customs-declaration.tiff");
+    let fake = FakeOpenAi::start().await.unwrap_or_else(|e| panic!("{e}"));
+    fake.push(Reply::fields(&[]));
+    fake.push(Reply::fields(&[]));
+    let provider = provider_at(&fake.base_url(), Duration::from_secs(10));
+    let dir = tempdir();
+    let done = provider
+        .process(source_of(&dir, &tiff, MediaType::Tiff))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let analysis = done
+        .analysis
+        .as_ref()
+        .unwrap_or_else(|| panic!("no analysis"));
+    let segment = &analysis.segments[0];
+    assert_eq!(
+        segment.segment.doc_type.as_deref(),
+        Some("customs_declaration")
+    );
+    let f = segment
+        .facts
+        .iter()
+        .find(|f| f.field == "invoice_number")
+        .unwrap_or_else(|| panic!("no invoice_number"));
+    let chosen = f.chosen.as_ref().unwrap_or_else(|| panic!("read: {f:?}"));
+    let key: String = chosen
+        .raw
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    assert_eq!(key, "DPI2404118", "{f:?}");
+    assert!(!f.conflict, "{f:?}");
+    assert!(f
+        .candidates
+        .iter()
+        .any(|c| c.origin == Some(ironclad_core::analysis::CandidateOrigin::SecondLook)));
+    assert!(
+        done.summary["second_look"]["regions"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        done.summary
+    );
 }

@@ -7,16 +7,18 @@ use ironclad_documents::processor::{
     read_verified, DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_extract::invoice2data::Template;
-use ironclad_extract::{Analysis, Workflow};
+use ironclad_extract::Workflow;
 use ironclad_ocr::{PageBudget, PageCache, PageReader, ReadError, ReadOptions};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod compiler;
+mod read;
 
 pub use compiler::{compiled_templates, compiled_workflow, ExtractCompiler};
 pub use ironclad_documents::workflows::{LoadedTemplates, LoadedWorkflow, WorkflowSet};
+pub use read::{read_document, Document, Reading, SecondLookSummary};
 
 /// Readers by Tesseract language set, created on first use: a workflow declares the languages
 /// its documents are written in, and Tesseract reads best with exactly those models loaded.
@@ -27,6 +29,15 @@ pub struct ReaderPool {
     cache: Option<Arc<dyn PageCache>>,
     budget: Arc<PageBudget>,
     readers: std::sync::Mutex<HashMap<String, Arc<PageReader>>>,
+}
+
+impl std::fmt::Debug for ReaderPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderPool")
+            .field("options", &self.options)
+            .field("cache", &self.cache.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ReaderPool {
@@ -104,53 +115,32 @@ impl ReadingProcessor {
 impl DocumentProcessor for ReadingProcessor {
     fn process(&self, input: SourceInput) -> ProcessFuture<'_> {
         Box::pin(async move {
-            let plan = self.workflows.plan_for::<Workflow, Vec<Template>>(&input)?;
-            let name = plan.name();
-            let (workflow, wf, templates) = (plan.loaded, plan.workflow, plan.templates);
-            let reader = self.readers.for_workflow(wf.as_deref());
-            let bytes = read_verified(&input).await?;
-            let media = input.media_type;
-            let path = input.blob_path.clone();
-            // A job past its timeout drops this future: its read then stops taking page turns
-            // from the files still being read.
-            let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-            let flag = Arc::clone(&cancel.0);
-            let (pages, analysis) = tokio::task::spawn_blocking(
-                move || -> Result<(Vec<PageText>, Option<Analysis>), ReadError> {
-                    // Blobs are content-addressed and never rewritten: the verified bytes are
-                    // what poppler reads at `path`.
-                    let pages = reader.read_loaded_until(&path, &bytes, media, &flag)?;
-                    Ok(analyze(wf.as_deref(), templates.as_deref(), pages))
-                },
-            )
-            .await
-            .map_err(|e| ProcessorError::Terminal(format!("page reading crashed: {e}")))?
-            .map_err(|e| match e {
-                ReadError::Terminal(m) => ProcessorError::Terminal(m),
-                ReadError::Retryable(m) => ProcessorError::Retryable(m),
-            })?;
-            let ocr_pages = pages
-                .iter()
-                .filter(|p| p.method == ironclad_core::page::ReadMethod::Ocr)
-                .count();
+            let SourceReading {
+                workflow,
+                name,
+                reading,
+                ..
+            } = read_source(&self.readers, &self.workflows, &input).await?;
+            let ocr = ocr_pages(&reading.pages);
             let summary = serde_json::json!({
                 "processor": "reading",
-                "pages": pages.len(),
-                "ocr_pages": ocr_pages,
-                "text_layer_pages": pages.len() - ocr_pages,
+                "pages": reading.pages.len(),
+                "ocr_pages": ocr,
+                "text_layer_pages": reading.pages.len() - ocr,
                 "workflow": name,
-                "template": analysis.as_ref().and_then(|a| a.template.as_ref()).map(|t| {
+                "second_look": reading.second_look,
+                "template": reading.analysis.as_ref().and_then(|a| a.template.as_ref()).map(|t| {
                     serde_json::json!({"issuer": t.issuer, "matched": t.output.is_some(), "error": t.error})
                 }),
-                "segments": analysis.as_ref().map(|a| a.segments.iter().map(|s| {
+                "segments": reading.analysis.as_ref().map(|a| a.segments.iter().map(|s| {
                     serde_json::json!({"doc_type": s.segment.doc_type, "pages": s.segment.pages})
                 }).collect::<Vec<_>>()),
             });
             Ok(ProcessedSource {
-                pages: u32::try_from(pages.len()).unwrap_or(u32::MAX),
+                pages: u32::try_from(reading.pages.len()).unwrap_or(u32::MAX),
                 summary,
-                read: pages,
-                analysis,
+                read: reading.pages,
+                analysis: reading.analysis,
                 workflow_id: workflow.map(|w| w.id),
             })
         })
@@ -161,16 +151,71 @@ impl DocumentProcessor for ReadingProcessor {
     }
 }
 
-/// The workflow's analysis of the pages with what the case's template set reads added (see
-/// [`ironclad_extract::analyze_source`]).
-fn analyze(
-    workflow: Option<&Workflow>,
-    templates: Option<&Vec<Template>>,
-    pages: Vec<PageText>,
-) -> (Vec<PageText>, Option<Analysis>) {
-    let templates = templates.map_or(&[][..], Vec::as_slice);
-    let analysis = ironclad_extract::analyze_source(workflow, templates, &pages);
-    (pages, analysis)
+/// How many of `pages` were read by OCR.
+pub fn ocr_pages(pages: &[PageText]) -> usize {
+    pages
+        .iter()
+        .filter(|p| p.method == ironclad_core::page::ReadMethod::Ocr)
+        .count()
+}
+
+/// A source read for a processor: the workflow version it was read under and what reading
+/// gave.
+#[derive(Debug)]
+pub struct SourceReading {
+    /// The stored workflow version, when there is one.
+    pub workflow: Option<LoadedWorkflow>,
+    /// Its name, for the job's summary.
+    pub name: Option<String>,
+    /// The workflow as compiled, when the source was read under one.
+    pub instructions: Option<Arc<Workflow>>,
+    /// Pages, analysis and second look.
+    pub reading: Reading,
+}
+
+/// Reads a job's source the way every processor does: the case's workflow and template set,
+/// the verified bytes, the reader for the workflow's languages, then [`read_document`] on the
+/// blocking pool. Dropping the future (a job past its timeout) stops the read taking page
+/// turns from the files still being read.
+pub async fn read_source(
+    readers: &ReaderPool,
+    workflows: &WorkflowSet,
+    input: &SourceInput,
+) -> Result<SourceReading, ProcessorError> {
+    let plan = workflows.plan_for::<Workflow, Vec<Template>>(input)?;
+    let name = plan.name();
+    let (workflow, wf, templates) = (plan.loaded, plan.workflow, plan.templates);
+    let reader = readers.for_workflow(wf.as_deref());
+    let instructions = wf.clone();
+    let bytes = read_verified(input).await?;
+    let media = input.media_type;
+    let path = input.blob_path.clone();
+    let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+    let flag = Arc::clone(&cancel.0);
+    let reading = tokio::task::spawn_blocking(move || {
+        let templates = templates.as_deref().map_or(&[][..], Vec::as_slice);
+        // Blobs are content-addressed and never rewritten: the verified bytes are what
+        // poppler reads at `path`.
+        let document = Document {
+            bytes: &bytes,
+            media,
+            path: Some(&path),
+        };
+        read_document(&reader, document, wf.as_deref(), templates, Some(&flag))
+    })
+    .await
+    .map_err(|e| ProcessorError::Terminal(format!("page reading crashed: {e}")))?
+    .map_err(|e| match e {
+        ReadError::Terminal(m) => ProcessorError::Terminal(m),
+        ReadError::Retryable(m) => ProcessorError::Retryable(m),
+    })?;
+    drop(cancel);
+    Ok(SourceReading {
+        workflow,
+        name,
+        instructions,
+        reading,
+    })
 }
 
 /// Sets its flag when dropped: the processing future was dropped, finished or not.
