@@ -19,7 +19,10 @@
 //! cargo test --test decisions hard_dossiers -- --nocapture
 //! IRONCLAD_FULL_DECISIONS=1 cargo test --test decisions hard_dossiers -- --nocapture
 //! IRONCLAD_HARD_REPORT_ONLY=1 IRONCLAD_FULL_DECISIONS=1 cargo test --test decisions hard_dossiers -- --nocapture
+//! IRONCLAD_HARD_REPORT_ONLY=1 IRONCLAD_HARD_DOSSIERS=stamp-04,fax-02 cargo test --test decisions hard_dossiers -- --nocapture
 //! ```
+//!
+//! A wrongly decided case is printed with every rule result, whose messages name the readings.
 
 use super::*;
 
@@ -39,11 +42,12 @@ const DEFAULT_DOSSIERS: &[&str] = &[
     "mixed-01",
 ];
 
-/// Least share of dossiers whose decision is the expected one. Set at what the reading gave
-/// when the fixtures were added (commits 49a4e51 and 184817a alike: 9/26 of every dossier, 5/11
-/// of the default subset; the lesser, rounded down; see tests/fixtures/README.md); the target
-/// is 0.97, with no dossier wrongly BLOCKED or wrongly READY.
-const MIN_OUTCOMES_RIGHT: f64 = 0.34;
+/// Least share of dossiers whose decision is the expected one: what the reading gives today
+/// (17/26 of every dossier, 7/11 of the default subset, with the second look and the rules'
+/// OCR gaps; 9/26 and 5/11 when the fixtures were added), the lesser rounded down; see
+/// tests/fixtures/README.md. The target is 0.97, with no dossier wrongly BLOCKED or wrongly
+/// READY (asserted apart, and met).
+const MIN_OUTCOMES_RIGHT: f64 = 0.63;
 
 /// Longest wait for every hard case to settle: each page is OCRed, on a shared CI host.
 const HARD_SETTLE: Duration = Duration::from_secs(900);
@@ -113,6 +117,9 @@ struct Outcome {
     got: String,
     rules: Vec<String>,
     seconds: f64,
+    /// Every rule result, printed under a wrongly decided case: the message says which
+    /// readings led there.
+    results: String,
 }
 
 impl Outcome {
@@ -184,6 +191,10 @@ fn render(outcomes: &[Outcome], elapsed: Duration, scope: &str) -> String {
             o.expected_rules.join(", "),
             o.rules.join(", ")
         );
+        if o.wrongly_blocked() || o.wrongly_ready() {
+            out += &o.results;
+            out.push('\n');
+        }
     }
     let mut kinds: Vec<&str> = Vec::new();
     for o in outcomes {
@@ -248,7 +259,16 @@ async fn hard_scenario(rig: &Rig, server: &mut Server) -> Result<()> {
             );
         }
     }
-    let scope = if full_run() {
+    let named = std::env::var("IRONCLAD_HARD_DOSSIERS").unwrap_or_default();
+    let scope = if !named.trim().is_empty() {
+        let names: Vec<&str> = named.split(',').map(str::trim).collect();
+        dossiers.retain(|d| names.contains(&d.truth.variant.as_str()));
+        ensure!(
+            !dossiers.is_empty(),
+            "IRONCLAD_HARD_DOSSIERS={named} names no hard dossier"
+        );
+        format!("IRONCLAD_HARD_DOSSIERS={named}")
+    } else if full_run() {
         "every dossier".to_owned()
     } else {
         dossiers.retain(|d| DEFAULT_DOSSIERS.contains(&d.truth.variant.as_str()));
@@ -321,6 +341,7 @@ async fn hard_scenario(rig: &Rig, server: &mut Server) -> Result<()> {
             got,
             rules: failing_rules(decision).into_iter().collect(),
             seconds,
+            results: describe_results(decision),
         });
     }
     let elapsed = started.elapsed();

@@ -28,22 +28,23 @@ use std::time::Instant;
 pub const HARD_KINDS: [&str; 5] = ["photo", "fax", "stamp", "mono", "stacked"];
 
 // Floors: the least share of fields read right and of pages typed right, per kind, over the
-// files read (subset or full set). They start at what the reading measured when the fixtures
-// were added (commit 184817a: the lesser of the subset's and the full set's figures, rounded
-// down to a percent; the figures are in tests/fixtures/README.md); raise them as the reading
-// improves. The targets of issue 24: 95 % on photos and on faxes, 97 % overall, every page
-// typed.
+// files read (subset or full set): the lesser of the subset's and the full set's figures as
+// last measured, rounded down to a percent (the figures are in tests/fixtures/README.md);
+// raise them as the reading improves. The reading is deterministic (the second look's budget
+// is processor time, not the clock's), so a busy CI host measures what an idle one does.
+// The targets of issue 24: 95 % on photos and on faxes, 97 % overall, every page typed;
+// faxes and stamped scans are still short of them.
 
 /// Phone photos: fields read right.
-const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.83;
+const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.97;
 /// Phone photos: pages typed right.
 const PHOTO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Faxes: fields read right.
-const FAX_MIN_FIELD_ACCURACY: f64 = 0.79;
+const FAX_MIN_FIELD_ACCURACY: f64 = 0.80;
 /// Faxes: pages typed right.
 const FAX_MIN_PAGES_TYPED: f64 = 1.0;
 /// Stamped scans: fields read right.
-const STAMP_MIN_FIELD_ACCURACY: f64 = 0.78;
+const STAMP_MIN_FIELD_ACCURACY: f64 = 0.81;
 /// Stamped scans: pages typed right.
 const STAMP_MIN_PAGES_TYPED: f64 = 1.0;
 /// Monospaced documents: fields read right.
@@ -51,7 +52,7 @@ const MONO_MIN_FIELD_ACCURACY: f64 = 0.88;
 /// Monospaced documents: pages typed right.
 const MONO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Stacked-caption forms (text PDFs and scans): fields read right.
-const STACKED_MIN_FIELD_ACCURACY: f64 = 0.93;
+const STACKED_MIN_FIELD_ACCURACY: f64 = 0.99;
 /// Stacked-caption forms: pages typed right.
 const STACKED_MIN_PAGES_TYPED: f64 = 1.0;
 
