@@ -140,19 +140,24 @@ impl Homography {
                 *v = (0..3).map(|k| p[i][k] * q[k][j]).sum();
             }
         }
-        let n = r[2][2];
+        Homography::scaled(r)
+    }
+
+    /// The map of a 3×3 matrix, scaled so its last entry is 1; `None` when that entry is 0.
+    fn scaled(m: [[f64; 3]; 3]) -> Option<Homography> {
+        let n = m[2][2];
         if n.abs() < 1e-12 {
             return None;
         }
         Some(Homography([
-            r[0][0] / n,
-            r[0][1] / n,
-            r[0][2] / n,
-            r[1][0] / n,
-            r[1][1] / n,
-            r[1][2] / n,
-            r[2][0] / n,
-            r[2][1] / n,
+            m[0][0] / n,
+            m[0][1] / n,
+            m[0][2] / n,
+            m[1][0] / n,
+            m[1][1] / n,
+            m[1][2] / n,
+            m[2][0] / n,
+            m[2][1] / n,
         ]))
     }
 
@@ -179,20 +184,10 @@ impl Homography {
             [cof(1, 2, 0, 1), -cof(0, 2, 0, 1), cof(0, 1, 0, 1)],
         ];
         let det = m[0][0] * adj[0][0] + m[0][1] * adj[1][0] + m[0][2] * adj[2][0];
-        if det.abs() < 1e-12 || adj[2][2].abs() < 1e-12 {
+        if det.abs() < 1e-12 {
             return None;
         }
-        let n = adj[2][2];
-        Some(Homography([
-            adj[0][0] / n,
-            adj[0][1] / n,
-            adj[0][2] / n,
-            adj[1][0] / n,
-            adj[1][1] / n,
-            adj[1][2] / n,
-            adj[2][0] / n,
-            adj[2][1] / n,
-        ]))
+        Homography::scaled(adj)
     }
 
     /// The smallest box holding the image of `b`'s four corners.
