@@ -36,7 +36,7 @@ pub const HARD_KINDS: [&str; 5] = ["photo", "fax", "stamp", "mono", "stacked"];
 // faxes and stamped scans are still short of them.
 
 /// Phone photos: fields read right.
-const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.97;
+const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.98;
 /// Phone photos: pages typed right.
 const PHOTO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Faxes: fields read right.
@@ -48,7 +48,7 @@ const STAMP_MIN_FIELD_ACCURACY: f64 = 0.81;
 /// Stamped scans: pages typed right.
 const STAMP_MIN_PAGES_TYPED: f64 = 1.0;
 /// Monospaced documents: fields read right.
-const MONO_MIN_FIELD_ACCURACY: f64 = 0.88;
+const MONO_MIN_FIELD_ACCURACY: f64 = 0.89;
 /// Monospaced documents: pages typed right.
 const MONO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Stacked-caption forms (text PDFs and scans): fields read right.

@@ -243,7 +243,34 @@ fn among_the_other_class(chars: &[char], i: usize, is_digit: bool) -> bool {
     }
     let before = chars[..i].iter().rev().take_while(|&&c| other(c)).count();
     let after = chars[i + 1..].iter().take_while(|&&c| other(c)).count();
-    before + 1 + after >= MIN_CONTEXT_RUN
+    before + 1 + after >= MIN_CONTEXT_RUN && one_run_each_once_moved(chars, i)
+}
+
+/// Whether the word's part holding `i` (between marks such as `-` or `/`) is, once the glyph
+/// at `i` is taken for the other class, letters then digits or the reverse, at most one
+/// change of class: the shape of invoice numbers and codes (`INV2558971`, `HLCUDYF4864041`).
+/// A part that mixes its classes all along (an EU MRN, `24FR8GRBHFU0F71CB0`) gives its
+/// neighbours no say: there a `0` between letters is as likely as an `O`.
+fn one_run_each_once_moved(chars: &[char], i: usize) -> bool {
+    let start = chars[..i]
+        .iter()
+        .rposition(|c| !c.is_alphanumeric())
+        .map_or(0, |p| p + 1);
+    let end = chars[i..]
+        .iter()
+        .position(|c| !c.is_alphanumeric())
+        .map_or(chars.len(), |p| i + p);
+    let digit_at = |j: usize| {
+        if j == i {
+            !chars[j].is_ascii_digit()
+        } else {
+            chars[j].is_ascii_digit()
+        }
+    };
+    (start + 1..end)
+        .filter(|&j| digit_at(j) != digit_at(j - 1))
+        .count()
+        <= 1
 }
 
 /// Shortest run of the other class a glyph must complete before its neighbours decide it.
@@ -374,6 +401,22 @@ mod tests {
         // Too short a run to tell (`1A`), or neighbours of both classes (`40HC`): as read.
         assert_eq!(texts[3], "1A-5");
         assert_eq!(texts[7], "40HC");
+    }
+
+    #[test]
+    fn a_code_mixing_its_classes_all_along_gives_the_neighbours_no_say() {
+        // An EU MRN: letters and digits anywhere. Without a measured shape, its `0` between
+        // `U` and `F` stays a `0`, as its `O` stays an `O`.
+        let glyphs = vec![
+            word("2021", &[19, 11]),
+            word("24FR8GRBHFU0F71CB0", &[19, 11, 19]),
+            word("25ESYTYW2MJUPDSCHO", &[25]),
+        ];
+        let mut texts: Vec<String> = ["2021", "24FR8GRBHFU0F71CB0", "25ESYTYW2MJUPDSCHO"]
+            .map(String::from)
+            .into();
+        assert_eq!(settle(&mut texts, &glyphs), 0);
+        assert_eq!(texts[1], "24FR8GRBHFU0F71CB0");
     }
 
     #[test]

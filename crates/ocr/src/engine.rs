@@ -503,7 +503,8 @@ impl<'a> Ink<'a> {
         if l >= r || t >= b {
             return None;
         }
-        let dark = |x: usize, y: usize| self.img.pixels[y * iw + x] < self.threshold;
+        // Ink is at or below Otsu's threshold: on a bilevel page the threshold is 0 itself.
+        let dark = |x: usize, y: usize| self.img.pixels[y * iw + x] <= self.threshold;
         let column_ink = |x: usize| (t..b).filter(|&y| dark(x, y)).count();
         // Runs of inked columns as (start, end, ink), keeping the one with the most ink.
         let mut runs: Vec<(usize, usize, usize)> = Vec::new();

@@ -991,7 +991,9 @@ fn cache_key(parts: &[&[u8]]) -> String {
     // 6: pages prepared first (`prepare.rs`): photos flattened, skew of 0.4° or more turned
     //    back, uneven light divided out; boxes mapped back onto the stored image.
     // 7: a confusable glyph's neighbours decide where its shape cannot (`890O`, `1NV…`).
-    h.update(b"ironclad-ocr/7\0");
+    // 8: glyph ink measured at or below the threshold (bilevel pages' glyphs were not);
+    //    neighbours decide only in a code's part of at most one change of class.
+    h.update(b"ironclad-ocr/8\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());
