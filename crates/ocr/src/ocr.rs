@@ -279,7 +279,18 @@ fn recognize(
     let budget = remaining(deadline, page_no)?;
     let tess = engines.recognizer(pool)?;
     pool.ocr_calls.fetch_add(1, Ordering::Relaxed);
-    match tess.recognize(img, dpi, threshold, budget, pool.drop_rule_marks) {
+    let read = tess.recognize(img, dpi, threshold, budget, pool.drop_rule_marks);
+    words_read(pool, read, page_no)
+}
+
+/// The words of one recognition, or why there are none: the page timeout, or the engine's
+/// error.
+fn words_read(
+    pool: &OcrPool,
+    read: Result<Recognized, String>,
+    page_no: u32,
+) -> Result<Vec<Word>, ReadError> {
+    match read {
         Ok(Recognized::Words(words)) => Ok(words),
         Ok(Recognized::TimedOut) => Err(timeout(page_no, pool.page_timeout)),
         Err(m) => Err(ReadError::Terminal(format!("page {page_no}: {m}"))),
@@ -313,11 +324,7 @@ pub(crate) fn recognize_crop(
         let read = tess.recognize(img, dpi, threshold, budget, pool.drop_rule_marks);
         // The engine goes back to the pool reading whole pages.
         tess.set_page_seg_mode(capi::TessPageSegMode_PSM_AUTO);
-        match read {
-            Ok(Recognized::Words(words)) => Ok(words),
-            Ok(Recognized::TimedOut) => Err(timeout(page_no, pool.page_timeout)),
-            Err(m) => Err(ReadError::Terminal(format!("page {page_no}: {m}"))),
-        }
+        words_read(pool, read, page_no)
     })();
     pool.give_back(engines);
     result

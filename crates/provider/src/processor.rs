@@ -5,12 +5,14 @@
 use crate::client::{FieldRequest, OpenAiClient, Usage};
 use crate::config::{ConfigError, ProviderConfig};
 use crate::verify::{merge, verify, Verification};
-use ironclad_core::page::{PageText, ReadMethod};
+use ironclad_core::page::PageText;
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessFuture, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_extract::Analysis;
-use ironclad_reading::{read_source, ReaderPool, Reading, SecondLookSummary, SourceReading};
+use ironclad_reading::{
+    ocr_pages, read_source, ReaderPool, Reading, SecondLookSummary, SourceReading,
+};
 use serde_json::json;
 
 pub use ironclad_documents::workflows::{
@@ -133,7 +135,7 @@ impl OpenAiProvider {
         calls: Calls,
         second_look: SecondLookSummary,
     ) -> ProcessedSource {
-        let ocr_pages = pages.iter().filter(|p| p.method == ReadMethod::Ocr).count();
+        let ocr_pages = ocr_pages(&pages);
         let summary = json!({
             "processor": self.name(),
             "model": self.client.config().model,
