@@ -292,10 +292,22 @@ impl Found {
     ) {
         let mut first_error = None;
         for run in lp.values(hit, &field.value_at) {
-            match longest_reading(kind, field, lp, &run.words) {
-                Ok((words, raw, parsed)) => {
+            // Free text takes the run as it is; a value its parser checks may skip the
+            // label's other-language caption (each word skipped a guess, like a label's edit).
+            let captions = if kind == ParserKind::Text {
+                0
+            } else {
+                run.caption
+            };
+            let reading = (0..=captions)
+                .map(|skip| (skip, longest_reading(kind, field, lp, &run.words[skip..])))
+                .find(|(_, r)| r.is_ok())
+                .unwrap_or_else(|| (0, longest_reading(kind, field, lp, &run.words)));
+            match reading {
+                (skipped, Ok((words, raw, parsed))) => {
                     let preference = field.value_at.iter().position(|d| *d == run.direction);
                     let factor = (1.0 - LABEL_EDIT_COST * f64::from(hit.edits))
+                        * (1.0 - LABEL_EDIT_COST * skipped as f64)
                         * (1.0 - DIRECTION_COST * preference.unwrap_or(0) as f64);
                     let ocr_confidence = lp.confidence(words);
                     let confidence = round(ocr_confidence * parsed.certainty * factor);
@@ -315,7 +327,7 @@ impl Found {
                     });
                     return;
                 }
-                Err((raw, e)) => {
+                (_, Err((raw, e))) => {
                     if first_error.is_none() {
                         first_error = Some((lp.union(&run.words), raw, e));
                     }
@@ -434,6 +446,7 @@ pub(crate) fn read(
     field: &CompiledField,
     raw: &str,
 ) -> Result<parse::Parsed, ParseError> {
+    let raw = without_stray_marks(raw);
     // A value of the field's shape is read into it; one of another shape is kept as read
     // (a national number beside the EU's, a value cut short: the rules and a person judge).
     if let Some(fitted) = field.shape.as_ref().and_then(|s| s.fit(raw)) {
@@ -454,6 +467,22 @@ pub(crate) fn read(
         _ => None,
     };
     parse::parse(kind, with_unit.as_deref().unwrap_or(raw), &field.hints)
+}
+
+/// `raw` without the specks OCR reads around a value on a coarse page: leading dots, commas
+/// and quotes (`..INV2562755`), and a dot, comma, colon or semicolon after its last digit
+/// (`USD 79,142.60.`, `25FRULRDGMZ2F3C9E4.`). A value never starts with them, and none ends a
+/// number or a code; a dot after a letter (`Pvt. Ltd.`) is kept.
+fn without_stray_marks(raw: &str) -> &str {
+    let raw = raw
+        .trim()
+        .trim_start_matches(['.', ',', ':', ';', '\'', '"', '‘', '’', '`', '·']);
+    let bare = raw.trim_end_matches(['.', ',', ':', ';']);
+    if bare.ends_with(|c: char| c.is_ascii_digit()) {
+        bare
+    } else {
+        raw
+    }
 }
 
 /// Certainty kept per character a shape read as the other class (`O` as `0`).
@@ -550,6 +579,57 @@ document_types:
                 "39004.00"
             );
         }
+    }
+
+    #[test]
+    fn specks_around_a_coarse_value_are_not_part_of_it() {
+        for (raw, want) in [
+            ("..INV2562755", "INV2562755"),
+            ("25FRULRDGMZ2F3C9E4.", "25FRULRDGMZ2F3C9E4"),
+            ("USD 79,142.60.", "USD 79,142.60"),
+            ("Pvt. Ltd.", "Pvt. Ltd."),
+            ("'24/04/2025;", "24/04/2025"),
+        ] {
+            assert_eq!(without_stray_marks(raw), want, "{raw}");
+        }
+        // Through a label: the value is read bare, the evidence keeps what was printed.
+        let yaml = WF.replace(
+            "        patterns: ['ref:\\s*(?P<value>\\S+)']",
+            "        labels: ['reference']",
+        );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let page = grid_page(&["Reference ..INV2562755 ."], 0.9);
+        let facts = extract(&wf, "customs_declaration", &[&page]);
+        let chosen = fact(&facts, "reference").chosen.clone().expect("read");
+        assert_eq!(chosen.value, Value::Text("INV2562755".into()));
+        assert!(chosen.raw.starts_with("..INV2562755"), "{}", chosen.raw);
+    }
+
+    #[test]
+    fn a_checked_value_skips_the_labels_other_language_caption() {
+        // OCR lost the colon of `Date d'acceptation / Date: 24/04/2025`.
+        let page = grid_page(&["Date d'acceptation / Date 24/04/2025"], 0.9);
+        let with = |parser: &str| {
+            let yaml = WF.replace(
+                "        parser: text\n        required: true\n        patterns: ['ref:\\s*(?P<value>\\S+)']",
+                &format!("        parser: {parser}\n        labels: [\"date d'acceptation\"]"),
+            );
+            let facts = extract(
+                &Workflow::from_yaml(&yaml).unwrap(),
+                "customs_declaration",
+                &[&page],
+            );
+            fact(&facts, "reference").chosen.clone()
+        };
+        let date = with("date").expect("the date after the caption");
+        assert_eq!(date.raw, "24/04/2025");
+        assert!(
+            (date.confidence - 0.9 * 0.95).abs() < 1e-9,
+            "{}",
+            date.confidence
+        );
+        // Free text takes what follows the label as it is.
+        assert_eq!(with("text").map(|c| c.raw), Some("Date 24/04/2025".into()));
     }
 
     #[test]

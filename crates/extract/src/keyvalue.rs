@@ -47,7 +47,15 @@ pub(crate) struct LabelHit {
 pub(crate) struct ValueRun {
     pub words: Vec<usize>,
     pub direction: Direction,
+    /// How many words at the start of `words` may be the label again in another language,
+    /// after a slash whose colon OCR lost (`Date d'acceptation / Date 24/04/2025`): words
+    /// without digits, at most [`MAX_CAPTION_WORDS`]. A parser that refuses them may skip
+    /// them; free text may not (it would skip a name).
+    pub caption: usize,
 }
+
+/// Most words a label's other-language caption takes (`Date of acceptance`).
+const MAX_CAPTION_WORDS: usize = 3;
 
 /// One reader line's skeleton and, for each of its words with letters or digits, (word index,
 /// skeleton range).
@@ -171,7 +179,11 @@ impl<'p> LabelPage<'p> {
             // A sentence is lower-case words in a row; a unit after a number (`7,980.62 kg
             // Gross weight: …`, two labels on one line) is not one.
             let earlier = position.checked_sub(2).map(|k| spans[k].0);
-            let prose = lower(*before) && earlier.is_none_or(lower);
+            // A mark between them (`Numéro de déclaration / Declaration No.`, a cell's `|`)
+            // ends the sentence: what follows is a label of its own.
+            let prose = lower(*before)
+                && earlier.is_none_or(lower)
+                && !self.mark_between(*before, words[0]);
             if prose && gap <= MAX_GAP_CHARS * self.char_width(&[*before, words[0]]) {
                 return None;
             }
@@ -183,23 +195,42 @@ impl<'p> LabelPage<'p> {
         (!wide).then_some(words)
     }
 
+    /// Whether a word without letters or digits (`/`, `|`, `—`) sits on the line of `left`
+    /// between it and `right`.
+    fn mark_between(&self, left: usize, right: usize) -> bool {
+        let (l, r) = (self.boxes[left], self.boxes[right]);
+        let line = self.page.words[left].line;
+        self.page.words.iter().enumerate().any(|(k, w)| {
+            let centre = (self.boxes[k].x0 + self.boxes[k].x1) / 2.0;
+            w.line == line
+                && centre > l.x1
+                && centre < r.x0
+                && skeleton(&fold_str(&w.text)).is_empty()
+        })
+    }
+
     /// Where the label's value is, trying `value_at` in order; every direction that holds a
     /// run of words is returned, preferred first.
     pub fn values(&self, hit: &LabelHit, value_at: &[Direction]) -> Vec<ValueRun> {
         value_at
             .iter()
             .filter_map(|&direction| {
-                let words = match direction {
+                let (words, caption) = match direction {
                     Direction::Right => self.right_of(hit),
-                    Direction::Below => self.below(hit),
+                    Direction::Below => (self.below(hit), 0),
                 };
-                (!words.is_empty()).then_some(ValueRun { words, direction })
+                (!words.is_empty()).then_some(ValueRun {
+                    words,
+                    direction,
+                    caption,
+                })
             })
             .collect()
     }
 
-    /// The run of words after the label on its row.
-    fn right_of(&self, hit: &LabelHit) -> Vec<usize> {
+    /// The run of words after the label on its row, and how many of its first words may be
+    /// the label's other-language caption ([`ValueRun::caption`]).
+    fn right_of(&self, hit: &LabelHit) -> (Vec<usize>, usize) {
         let l = hit.bbox;
         let last_line = hit.words.last().map(|&i| self.page.words[i].line);
         let cw = self.char_width(&hit.words);
@@ -218,9 +249,28 @@ impl<'p> LabelPage<'p> {
         match start {
             // The next thing on the row is another label (`VESSEL:` beside `BILL OF LADING
             // NO.:` in a stacked row): this label's value is elsewhere.
-            Some(s) if is_colon_label(&self.page.words[row[s]]) => Vec::new(),
-            Some(s) => self.run(&row[s..], cw),
-            None => Vec::new(),
+            Some(s) if is_colon_label(&self.page.words[row[s]]) => (Vec::new(), 0),
+            Some(s) => {
+                let run = self.run(&row[s..], cw);
+                let slash = row[..s]
+                    .iter()
+                    .any(|&i| self.page.words[i].text.trim() == "/");
+                let caption = if slash {
+                    run.iter()
+                        .take_while(|&&i| {
+                            !self.page.words[i]
+                                .text
+                                .contains(|c: char| c.is_ascii_digit())
+                        })
+                        .count()
+                        .min(MAX_CAPTION_WORDS)
+                        .min(run.len().saturating_sub(1))
+                } else {
+                    0
+                };
+                (run, caption)
+            }
+            None => (Vec::new(), 0),
         }
     }
 
@@ -742,6 +792,33 @@ mod tests {
             p.find_labels(&hash, None).is_empty(),
             "`#` is part of the label"
         );
+    }
+
+    #[test]
+    fn a_label_after_a_slash_ends_the_sentence_before_it() {
+        // A bilingual caption: the French label in lower case, a slash, the English label.
+        let pg = page(&[
+            ("Numéro", 0.10, 0.10, 0.16, 0),
+            ("de", 0.17, 0.10, 0.19, 0),
+            ("declaration", 0.20, 0.10, 0.28, 0),
+            ("/", 0.285, 0.10, 0.29, 0),
+            ("Declaration", 0.295, 0.10, 0.375, 0),
+            ("No.", 0.38, 0.10, 0.41, 0),
+            ("25FRULRDGMZ2F3C9E4", 0.42, 0.10, 0.59, 0),
+        ]);
+        let p = LabelPage::new(&pg);
+        let f = field("['declaration no']", "[right]");
+        let hits = p.find_labels(&f, None);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            texts(&p, &p.values(&hits[0], &f.value_at)),
+            ["25FRULRDGMZ2F3C9E4"]
+        );
+        // Without the slash, `de declaration Declaration No.` reads on like a sentence.
+        let mut words = pg.words.clone();
+        words.remove(3);
+        let pg = PageText { words, ..pg };
+        assert!(LabelPage::new(&pg).find_labels(&f, None).is_empty());
     }
 
     #[test]

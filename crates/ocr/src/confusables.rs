@@ -188,7 +188,11 @@ pub(crate) fn settle<'t>(
                 }
             });
             let moved = match by_shape.flatten() {
-                Some(moved) => moved,
+                // A shape that would break a code's letters-then-digits (`INV2558971` to
+                // `1NV2558971`: a fax's speckle widens a bar) is outvoted by the recognizer,
+                // which read the glyph in that context.
+                Some(true) => !breaks_code_shape(&chars, i),
+                Some(false) => false,
                 // A page with too few references, or a glyph between the classes (a coarse
                 // fax): its neighbours decide, where they leave no doubt.
                 None => among_the_other_class(&chars, i, is_digit),
@@ -252,6 +256,18 @@ fn among_the_other_class(chars: &[char], i: usize, is_digit: bool) -> bool {
 /// A part that mixes its classes all along (an EU MRN, `24FR8GRBHFU0F71CB0`) gives its
 /// neighbours no say: there a `0` between letters is as likely as an `O`.
 fn one_run_each_once_moved(chars: &[char], i: usize) -> bool {
+    class_changes(chars, i, true) <= 1
+}
+
+/// Whether moving the glyph at `i` to the other class turns a part of the code shape (at most
+/// one change of class, see [`one_run_each_once_moved`]) into one that is not.
+fn breaks_code_shape(chars: &[char], i: usize) -> bool {
+    class_changes(chars, i, false) <= 1 && class_changes(chars, i, true) > 1
+}
+
+/// How often letters and digits alternate in the word's part holding `i`, with the glyph at
+/// `i` taken for the other class when `moved`.
+fn class_changes(chars: &[char], i: usize, moved: bool) -> usize {
     let start = chars[..i]
         .iter()
         .rposition(|c| !c.is_alphanumeric())
@@ -260,17 +276,10 @@ fn one_run_each_once_moved(chars: &[char], i: usize) -> bool {
         .iter()
         .position(|c| !c.is_alphanumeric())
         .map_or(chars.len(), |p| i + p);
-    let digit_at = |j: usize| {
-        if j == i {
-            !chars[j].is_ascii_digit()
-        } else {
-            chars[j].is_ascii_digit()
-        }
-    };
+    let digit_at = |j: usize| chars[j].is_ascii_digit() != (moved && j == i);
     (start + 1..end)
         .filter(|&j| digit_at(j) != digit_at(j - 1))
         .count()
-        <= 1
 }
 
 /// Shortest run of the other class a glyph must complete before its neighbours decide it.
@@ -339,6 +348,20 @@ mod tests {
         assert_eq!(settled("DP1/2025/2396", &[11, 19]).0, "DP1/2025/2396");
         // A bar read as `I` among digits but shaped like a `1` becomes one.
         assert_eq!(settled("AB2I5", &[11]).0, "AB215");
+    }
+
+    #[test]
+    fn a_shape_never_breaks_a_codes_letters_then_digits() {
+        // A fax's speckle widens the `I` of INV2558971 to a `1`'s width: the recognizer read it
+        // among letters, and the code's shape agrees with it.
+        assert_eq!(settled("INV2558971", &[11, 11]), ("INV2558971".into(), 0));
+        // The same wide glyph among digits still moves: that mends the shape.
+        assert_eq!(settled("INV25I8971", &[6, 11, 11]).0, "INV2518971");
+        // Where the part mixes its classes all along (an MRN), the shape alone decides.
+        assert_eq!(
+            settled("24FR8GRBHFUIF71CB0", &[11, 11, 19]).0,
+            "24FR8GRBHFU1F71CB0"
+        );
     }
 
     #[test]

@@ -993,7 +993,9 @@ fn cache_key(parts: &[&[u8]]) -> String {
     // 7: a confusable glyph's neighbours decide where its shape cannot (`890O`, `1NV…`).
     // 8: glyph ink measured at or below the threshold (bilevel pages' glyphs were not);
     //    neighbours decide only in a code's part of at most one change of class.
-    h.update(b"ironclad-ocr/8\0");
+    // 9: a glyph's shape never breaks a code's letters-then-digits (`INV…` stays `INV…`);
+    //    a stamp's grey ink faded out of a scan's text (`prepare/stamp.rs`).
+    h.update(b"ironclad-ocr/9\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());

@@ -35,6 +35,7 @@ mod fixture_tests;
 mod light;
 mod page_edges;
 mod skew;
+mod stamp;
 mod warp;
 
 use crate::gray::Gray;
@@ -272,6 +273,8 @@ pub(crate) struct Decisions {
     pub unevenness: f64,
     /// The page was divided by its background.
     pub normalized: bool,
+    /// A stamp's grey ink was faded out of the text it covered (`stamp.rs`).
+    pub stamps_faded: bool,
 }
 
 /// The page as Tesseract should read it. Deterministic (see the module documentation).
@@ -288,8 +291,11 @@ pub(crate) fn prepare_explained(img: Gray, dpi: Option<u32>) -> (Prepared, Decis
         deskewed: None,
         unevenness: 0.0,
         normalized: false,
+        stamps_faded: false,
     };
     let Some(plan) = plan else {
+        let mut img = img;
+        decisions.stamps_faded = stamp::fade(&mut img);
         return (Prepared::as_stored(img, dpi), decisions);
     };
     decisions.unevenness = plan.unevenness;
@@ -331,6 +337,10 @@ pub(crate) fn prepare_explained(img: Gray, dpi: Option<u32>) -> (Prepared, Decis
     // and Sauvola 650, on 8 with a sharp shadow 218 and 212 of 232, on the 22 hard-set photos
     // 143 of 147 both; without the division Sauvola read 626 of 685 and Otsu 379. Sauvola
     // stays for uneven light that could not be measured on the prepared page.
+    // A scan's stamps (a photo's soft text is grey throughout, and a 1-bit page has no grey).
+    if !decisions.flattened && !decisions.normalized {
+        decisions.stamps_faded = stamp::fade(&mut img);
+    }
     let threshold = if uneven && !decisions.normalized {
         Threshold::Adaptive
     } else {
@@ -341,6 +351,7 @@ pub(crate) fn prepare_explained(img: Gray, dpi: Option<u32>) -> (Prepared, Decis
         flattened = decisions.flattened,
         deskewed = ?decisions.deskewed,
         unevenness = decisions.unevenness,
+        stamps_faded = decisions.stamps_faded,
         "page prepared"
     );
     let dpi = match dpi {
