@@ -40,11 +40,11 @@ const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.98;
 /// Phone photos: pages typed right.
 const PHOTO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Faxes: fields read right.
-const FAX_MIN_FIELD_ACCURACY: f64 = 0.80;
+const FAX_MIN_FIELD_ACCURACY: f64 = 0.85;
 /// Faxes: pages typed right.
 const FAX_MIN_PAGES_TYPED: f64 = 1.0;
 /// Stamped scans: fields read right.
-const STAMP_MIN_FIELD_ACCURACY: f64 = 0.81;
+const STAMP_MIN_FIELD_ACCURACY: f64 = 0.96;
 /// Stamped scans: pages typed right.
 const STAMP_MIN_PAGES_TYPED: f64 = 1.0;
 /// Monospaced documents: fields read right.
