@@ -105,7 +105,8 @@ pub struct Candidate {
     /// The parser's certainty about the reading.
     pub certainty: f64,
     /// Which of the field's patterns found it (0-based); a label's candidates are numbered
-    /// after the patterns (`patterns.len() + k` for label `k`).
+    /// after the patterns (`patterns.len() + k` for label `k`); a value found by the field's
+    /// shape alone, its label lost, is `4294967294` (`ironclad_extract::SHAPE_ALONE_PATTERN`).
     pub pattern: usize,
     /// For a value found beside or under its label: the label's box, the other half of the
     /// evidence.

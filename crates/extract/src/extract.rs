@@ -15,6 +15,7 @@ use ironclad_core::parse::{self, ParseError, ParserKind, Value};
 use crate::keyvalue::{LabelHit, LabelPage};
 use crate::layout::PageLayout;
 use crate::normalize::fold_str;
+use crate::shape::Shape;
 use crate::workflow::{CompiledField, FieldSpec, Workflow};
 
 /// Most candidates (and, separately, unreadable matches) kept per field. A pattern such as
@@ -105,6 +106,13 @@ fn extract_field(
         }
     }
     found.settle_other_columns();
+    if found.candidates.is_empty() {
+        if let Some(shape) = &compiled.shape {
+            for page in pages {
+                found.add_shaped(spec, compiled, shape, page);
+            }
+        }
+    }
     let Found {
         candidates,
         unreadable,
@@ -392,6 +400,57 @@ impl Found {
         self.candidates.retain(|_| keep.next().unwrap_or(true));
     }
 
+    /// Where neither a pattern nor a label found the field (its label lost on a fax: `ET
+    /// No.` for `B/L No.`), each distinct word of the page that is exactly of the field's
+    /// shape, as printed (no character read as the other class). A carrier's B/L number or an
+    /// MRN is specific enough to be found so, but without its label it is a guess: its
+    /// confidence is [`SHAPE_ALONE_FACTOR`] of the reading's, and two such words on a page
+    /// disagree, which asks for review.
+    fn add_shaped(
+        &mut self,
+        spec: &FieldSpec,
+        field: &CompiledField,
+        shape: &Shape,
+        page: &PageText,
+    ) {
+        for word in &page.words {
+            if spec.region.is_some_and(|r| !r.contains_centre(word.bbox)) {
+                continue;
+            }
+            let raw = without_stray_marks(&word.text);
+            if !shape.fit(raw).is_some_and(|f| f.repairs == 0) {
+                continue;
+            }
+            let Ok(parsed) = read(spec.parser, field, raw) else {
+                continue;
+            };
+            if self
+                .candidates
+                .iter()
+                .any(|c| c.page == page.index && same_value(&c.value, &parsed.value))
+            {
+                continue;
+            }
+            let ocr_confidence = f64::from(word.confidence);
+            self.push(
+                Candidate {
+                    page: page.index,
+                    bbox: word.bbox,
+                    raw: word.text.trim().to_owned(),
+                    confidence: round(ocr_confidence * parsed.certainty * SHAPE_ALONE_FACTOR),
+                    ocr_confidence: round(ocr_confidence),
+                    certainty: parsed.certainty,
+                    value: parsed.value,
+                    pattern: SHAPE_ALONE_PATTERN,
+                    label_bbox: None,
+                    template: None,
+                    origin: None,
+                },
+                false,
+            );
+        }
+    }
+
     fn push(&mut self, candidate: Candidate, other_column: bool) {
         if self.candidates.len() < MAX_CANDIDATES {
             self.candidates.push(candidate);
@@ -410,6 +469,15 @@ impl Found {
         }
     }
 }
+
+/// Confidence kept by a value found by its shape alone ([`Found::add_shaped`]): a clean
+/// reading (0.9) stays above the default confidence floor (0.6), a doubtful one (under 0.75)
+/// falls below it and asks for review.
+const SHAPE_ALONE_FACTOR: f64 = 0.8;
+
+/// The `pattern` number of a value found by its shape alone, apart from every pattern,
+/// label and template.
+pub const SHAPE_ALONE_PATTERN: usize = u32::MAX as usize - 1;
 
 /// Confidence a label's candidate loses per edit between the label and what is printed.
 pub(crate) const LABEL_EDIT_COST: f64 = 0.05;
@@ -630,6 +698,41 @@ document_types:
         );
         // Free text takes what follows the label as it is.
         assert_eq!(with("text").map(|c| c.raw), Some("Date 24/04/2025".into()));
+    }
+
+    #[test]
+    fn a_value_of_the_fields_shape_is_found_where_its_label_was_lost() {
+        let yaml = WF.replace(
+            "        patterns: ['ref:\\s*(?P<value>\\S+)']",
+            "        labels: ['b/l no']\n        shape: ['MAEU#########', 'COSU##########']",
+        );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let reference = |lines: &[&str]| {
+            let page = grid_page(lines, 0.9);
+            fact(&extract(&wf, "customs_declaration", &[&page]), "reference").clone()
+        };
+        // A fax turned `B/L No.` into `ET No.`: the value alone, at 0.8 of its reading.
+        let f = reference(&["Vessel MAERSK ESSEN", "ET No. MAEU129827288"]);
+        let chosen = f.chosen.clone().expect("found by its shape");
+        assert_eq!(chosen.value, Value::Text("MAEU129827288".into()));
+        assert_eq!(chosen.pattern, SHAPE_ALONE_PATTERN);
+        assert!(
+            (chosen.confidence - 0.72).abs() < 1e-9,
+            "{}",
+            chosen.confidence
+        );
+        assert!(!f.conflict);
+        // Printed twice, one value; two different values disagree.
+        let f = reference(&["MAEU129827288 x", "MAEU129827288."]);
+        assert_eq!(f.candidates.len(), 1);
+        let f = reference(&["MAEU129827288", "COSU2783692408"]);
+        assert!(f.conflict, "{:?}", f.candidates);
+        // Only a word of the shape as printed: one needing a repair (`O` for `0`) is not.
+        assert!(reference(&["MAEU12982728O"]).chosen.is_none());
+        // Where the label is read, its value is the field's and nothing else is looked for.
+        let f = reference(&["B/L No. MAEU129827288", "COSU2783692408"]);
+        assert_eq!(f.candidates.len(), 1);
+        assert_ne!(f.candidates[0].pattern, SHAPE_ALONE_PATTERN);
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod yaml_budget;
 use ironclad_core::page::PageText;
 
 pub use classify::{classify_page, PageClass};
-pub use extract::{extract, Candidate, Fact, Unreadable};
+pub use extract::{extract, Candidate, Fact, Unreadable, SHAPE_ALONE_PATTERN};
 pub use segment::{segment, Segment};
 pub use templated::{apply_templates, TemplateUse};
 pub use workflow::{Issue, Workflow, WorkflowError, WorkflowSpec};
