@@ -418,7 +418,7 @@ impl Found {
                 continue;
             }
             let raw = without_stray_marks(&word.text);
-            if !shape.fit(raw).is_some_and(|f| f.repairs == 0) {
+            if shape.fit(raw).is_none_or(|f| f.repairs != 0) {
                 continue;
             }
             let Ok(parsed) = read(spec.parser, field, raw) else {

@@ -113,6 +113,7 @@ mod scan_page;
 mod second_look;
 mod text_clean;
 mod text_height;
+mod unread_ink;
 
 pub use budget::PageBudget;
 pub use cache::{DirPageCache, PageCache};
@@ -121,7 +122,7 @@ pub use second_look::{Crop, CropMode, PageCrops, CROP_BUDGET_PER_PAGE, CROP_TEXT
 
 use gray::Gray;
 use ironclad_core::media::MediaType;
-use ironclad_core::page::{PageText, ReadMethod, Word};
+use ironclad_core::page::{BBox, PageText, ReadMethod, Word};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::io::Write;
@@ -889,13 +890,57 @@ impl PageReader {
         let (width, height) = (img.width, img.height);
         self.pixels_recognized
             .fetch_add(u64::from(width) * u64::from(height), Ordering::Relaxed);
+        // Kept to look again at ink the reading leaves without words (`unread_ink`).
+        let kept = img.clone();
         let (rotation, mut words) =
             ocr::read_with_deadline(&self.ocr, img, dpi, threshold, index + 1, deadline, turn)?;
+        let unread = text_height::body_text_height(&kept).map_or_else(Vec::new, |text_px| {
+            let read: Vec<BBox> = words
+                .iter()
+                .map(|w| prepare::unturn_box(w.bbox, rotation))
+                .collect();
+            unread_ink::unread_regions(&kept, &read, text_px)
+        });
         if !geometry.is_identity() {
             for w in &mut words {
                 let unturned = prepare::unturn_box(w.bbox, rotation);
                 w.bbox = prepare::turn_box(geometry.box_to_stored(unturned), rotation);
             }
+        }
+        if !unread.is_empty() {
+            let crops: Vec<second_look::Crop> = unread
+                .into_iter()
+                .map(|c| second_look::Crop {
+                    bbox: prepare::turn_box(geometry.box_to_stored(c.bbox), rotation),
+                    ..c
+                })
+                .collect();
+            let found = second_look::read_crops(
+                &self.ocr,
+                &second_look::PreparedPage {
+                    img: kept,
+                    geometry: geometry.clone(),
+                    dpi,
+                },
+                &PageText {
+                    index,
+                    method: ReadMethod::Ocr,
+                    confidence: 0.0,
+                    rotation,
+                    size_pt: None,
+                    words: Vec::new(),
+                    line_blocks: Vec::new(),
+                },
+                &crops,
+                deadline,
+            )?;
+            let added = unread_ink::merge(&mut words, found);
+            tracing::debug!(
+                page = index + 1,
+                regions = ?crops.iter().map(|c| c.bbox).collect::<Vec<_>>(),
+                words = added,
+                "ink without words read again"
+            );
         }
         // A quarter turn swaps the sides.
         let size_pt = stored_pt.map(|[w, h]| match rotation {
@@ -994,7 +1039,8 @@ fn cache_key(parts: &[&[u8]]) -> String {
     // 8: glyph ink measured at or below the threshold (bilevel pages' glyphs were not);
     //    neighbours decide only in a code's part of at most one change of class.
     // 9: a glyph's shape never breaks a code's letters-then-digits (`INV…` stays `INV…`);
-    //    a stamp's grey ink faded out of a scan's text (`prepare/stamp.rs`).
+    //    a stamp's grey ink faded out of a scan's text (`prepare/stamp.rs`); ink the reading
+    //    left without words read again (`unread_ink.rs`).
     h.update(b"ironclad-ocr/9\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
