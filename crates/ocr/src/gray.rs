@@ -138,6 +138,48 @@ impl Gray {
     }
 }
 
+/// A group of touching cells of a grid (eight neighbours): its cells (row-major indices) and
+/// its box in cells (x0, y0, x1, y1, inclusive).
+pub(crate) struct CellGroup {
+    pub cells: Vec<usize>,
+    pub bbox: (usize, usize, usize, usize),
+}
+
+/// The groups of touching `marked` cells of a `cw` × `ch` grid, in the order of their first
+/// cell (top to bottom, then left to right).
+pub(crate) fn cell_groups(marked: &[bool], cw: usize, ch: usize) -> Vec<CellGroup> {
+    let mut seen = vec![false; marked.len()];
+    let mut out = Vec::new();
+    for start in 0..marked.len() {
+        if !marked[start] || seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        let mut stack = vec![start];
+        let mut cells = Vec::new();
+        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+        while let Some(i) = stack.pop() {
+            cells.push(i);
+            let (x, y) = (i % cw, i / cw);
+            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+            for ny in y.saturating_sub(1)..=(y + 1).min(ch - 1) {
+                for nx in x.saturating_sub(1)..=(x + 1).min(cw - 1) {
+                    let j = ny * cw + nx;
+                    if marked[j] && !seen[j] {
+                        seen[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        out.push(CellGroup {
+            cells,
+            bbox: (x0, y0, x1, y1),
+        });
+    }
+    out
+}
+
 /// Otsu's threshold: the gray level that best splits the pixels into ink and paper (ink is at
 /// or below it). Works on a low-contrast scan, where ink is mid-gray, as on a clean one.
 /// `None` for pixels of one shade.

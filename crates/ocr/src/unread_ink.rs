@@ -84,7 +84,11 @@ pub(crate) fn unread_regions(img: &Gray, words: &[BBox], text_px: f64) -> Vec<Cr
         .map(|&c| c as f64 >= MIN_INK_SHARE * (cell * cell) as f64)
         .collect();
     let mut crops = Vec::new();
-    for (x0, y0, x1, y1, n) in rows_joined(groups(&dense, cw, ch)) {
+    let groups = crate::gray::cell_groups(&dense, cw, ch)
+        .into_iter()
+        .map(|g| (g.bbox.0, g.bbox.1, g.bbox.2, g.bbox.3, g.cells.len()))
+        .collect();
+    for (x0, y0, x1, y1, n) in rows_joined(groups) {
         let lines = y1 + 1 - y0;
         if n < MIN_GROUP_CELLS || x1 + 1 - x0 < MIN_GROUP_CELLS || lines > MAX_GROUP_LINES {
             continue;
@@ -198,37 +202,6 @@ fn rows_joined(
             }
             None => out.push(g),
         }
-    }
-    out
-}
-
-/// The groups of touching dense cells (eight neighbours): (x0, y0, x1, y1 inclusive, cells),
-/// top to bottom.
-fn groups(dense: &[bool], cw: usize, ch: usize) -> Vec<(usize, usize, usize, usize, usize)> {
-    let mut seen = vec![false; dense.len()];
-    let mut out = Vec::new();
-    for start in 0..dense.len() {
-        if !dense[start] || seen[start] {
-            continue;
-        }
-        seen[start] = true;
-        let mut stack = vec![start];
-        let (mut x0, mut y0, mut x1, mut y1, mut n) = (usize::MAX, usize::MAX, 0, 0, 0);
-        while let Some(i) = stack.pop() {
-            n += 1;
-            let (x, y) = (i % cw, i / cw);
-            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
-            for ny in y.saturating_sub(1)..=(y + 1).min(ch - 1) {
-                for nx in x.saturating_sub(1)..=(x + 1).min(cw - 1) {
-                    let j = ny * cw + nx;
-                    if dense[j] && !seen[j] {
-                        seen[j] = true;
-                        stack.push(j);
-                    }
-                }
-            }
-        }
-        out.push((x0, y0, x1, y1, n));
     }
     out
 }

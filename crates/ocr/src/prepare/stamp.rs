@@ -145,52 +145,25 @@ fn near_dark(px: &[u8], w: usize, h: usize) -> Vec<bool> {
 /// [`MIN_SPAN_TILES`] both across and down, at most [`MAX_SPAN_SHARE`] of the page across,
 /// and no more than [`MAX_ASPECT`] times longer one way than the other.
 fn large_groups(dense: &[bool], tw: usize, th: usize) -> Vec<Vec<usize>> {
-    let mut seen = vec![false; dense.len()];
-    let mut groups = Vec::new();
-    for start in 0..dense.len() {
-        if !dense[start] || seen[start] {
-            continue;
-        }
-        seen[start] = true;
-        let mut stack = vec![start];
-        let mut members = Vec::new();
-        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
-        while let Some(i) = stack.pop() {
-            members.push(i);
-            let (x, y) = (i % tw, i / tw);
-            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
-            // Eight neighbours: a ring's tiles touch at corners.
-            for dy in -1i64..=1 {
-                for dx in -1i64..=1 {
-                    let (nx, ny) = (x as i64 + dx, y as i64 + dy);
-                    if nx < 0 || ny < 0 || nx >= tw as i64 || ny >= th as i64 {
-                        continue;
-                    }
-                    let j = ny as usize * tw + nx as usize;
-                    if dense[j] && !seen[j] {
-                        seen[j] = true;
-                        stack.push(j);
-                    }
-                }
-            }
-        }
-        let (across, down) = (x1 + 1 - x0, y1 + 1 - y0);
-        tracing::trace!(
-            x0,
-            y0,
-            across,
-            down,
-            tiles = members.len(),
-            "grey ink group"
-        );
-        if across.min(down) >= MIN_SPAN_TILES
-            && across.max(down) <= MAX_ASPECT * across.min(down)
-            && across as f64 <= MAX_SPAN_SHARE * tw as f64
-        {
-            groups.push(members);
-        }
-    }
-    groups
+    crate::gray::cell_groups(dense, tw, th)
+        .into_iter()
+        .filter_map(|g| {
+            let (x0, y0, x1, y1) = g.bbox;
+            let (across, down) = (x1 + 1 - x0, y1 + 1 - y0);
+            tracing::trace!(
+                x0,
+                y0,
+                across,
+                down,
+                tiles = g.cells.len(),
+                "grey ink group"
+            );
+            (across.min(down) >= MIN_SPAN_TILES
+                && across.max(down) <= MAX_ASPECT * across.min(down)
+                && across as f64 <= MAX_SPAN_SHARE * tw as f64)
+                .then_some(g.cells)
+        })
+        .collect()
 }
 
 #[cfg(test)]
