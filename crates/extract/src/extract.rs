@@ -107,9 +107,9 @@ fn extract_field(
     }
     found.settle_other_columns();
     if found.candidates.is_empty() {
-        if let Some(shape) = &compiled.shape {
+        if let Some(evident) = SelfEvident::of(spec.parser, compiled.shape.as_ref()) {
             for page in pages {
-                found.add_shaped(spec, compiled, shape, page);
+                found.add_self_evident(spec, compiled, &evident, page);
             }
         }
     }
@@ -401,16 +401,16 @@ impl Found {
     }
 
     /// Where neither a pattern nor a label found the field (its label lost on a fax: `ET
-    /// No.` for `B/L No.`), each distinct word of the page that is exactly of the field's
-    /// shape, as printed (no character read as the other class). A carrier's B/L number or an
-    /// MRN is specific enough to be found so, but without its label it is a guess: its
-    /// confidence is [`SHAPE_ALONE_FACTOR`] of the reading's, and two such words on a page
-    /// disagree, which asks for review.
-    fn add_shaped(
+    /// No.` for `B/L No.`, a stamp over `CONTAINER / SEAL`), each distinct word of the page
+    /// that is evidently such a value ([`SelfEvident`]). A carrier's B/L number, an MRN or a
+    /// container number whose check digit holds is specific enough to be found so, but
+    /// without its label it is a guess: its confidence is [`SHAPE_ALONE_FACTOR`] of the
+    /// reading's, and two such words on a page disagree, which asks for review.
+    fn add_self_evident(
         &mut self,
         spec: &FieldSpec,
         field: &CompiledField,
-        shape: &Shape,
+        evident: &SelfEvident<'_>,
         page: &PageText,
     ) {
         for word in &page.words {
@@ -418,12 +418,25 @@ impl Found {
                 continue;
             }
             let raw = without_stray_marks(&word.text);
-            if shape.fit(raw).is_none_or(|f| f.repairs != 0) {
-                continue;
+            if let SelfEvident::Shape(shape) = evident {
+                if shape.fit(raw).is_none_or(|f| f.repairs != 0) {
+                    continue;
+                }
             }
             let Ok(parsed) = read(spec.parser, field, raw) else {
                 continue;
             };
+            if matches!(evident, SelfEvident::CheckDigit)
+                && !matches!(
+                    parsed.value,
+                    Value::ContainerNumber {
+                        check_digit_valid: true,
+                        ..
+                    }
+                )
+            {
+                continue;
+            }
             if self
                 .candidates
                 .iter()
@@ -470,7 +483,26 @@ impl Found {
     }
 }
 
-/// Confidence kept by a value found by its shape alone ([`Found::add_shaped`]): a clean
+/// What makes a word evidently a field's value with no label or pattern to say so.
+enum SelfEvident<'a> {
+    /// Exactly the field's declared shape, as printed (no character read as the other class).
+    Shape(&'a Shape),
+    /// A container number whose ISO 6346 check digit holds: one word in about ten of that
+    /// form passes by chance, and no other value of the trade has it.
+    CheckDigit,
+}
+
+impl<'a> SelfEvident<'a> {
+    fn of(parser: ParserKind, shape: Option<&'a Shape>) -> Option<Self> {
+        match (shape, parser) {
+            (Some(shape), _) => Some(Self::Shape(shape)),
+            (None, ParserKind::ContainerNumber) => Some(Self::CheckDigit),
+            (None, _) => None,
+        }
+    }
+}
+
+/// Confidence kept by a value found by its shape alone ([`Found::add_self_evident`]): a clean
 /// reading (0.9) stays above the default confidence floor (0.6), a doubtful one (under 0.75)
 /// falls below it and asks for review.
 const SHAPE_ALONE_FACTOR: f64 = 0.8;
@@ -731,6 +763,38 @@ document_types:
         assert!(reference(&["MAEU12982728O"]).chosen.is_none());
         // Where the label is read, its value is the field's and nothing else is looked for.
         let f = reference(&["B/L No. MAEU129827288", "COSU2783692408"]);
+        assert_eq!(f.candidates.len(), 1);
+        assert_ne!(f.candidates[0].pattern, SHAPE_ALONE_PATTERN);
+    }
+
+    #[test]
+    fn a_container_number_whose_check_digit_holds_is_found_where_its_label_was_lost() {
+        let yaml = WF.replace(
+            "        parser: text\n        required: true\n        patterns: ['ref:\\s*(?P<value>\\S+)']",
+            "        parser: container_number\n        required: true\n        labels: ['container no']",
+        );
+        assert_ne!(yaml, WF);
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let container = |lines: &[&str]| {
+            let page = grid_page(lines, 0.9);
+            fact(&extract(&wf, "customs_declaration", &[&page]), "reference").clone()
+        };
+        // A stamp over `CONTAINER / SEAL`: the number under it, check digit valid, at 0.8.
+        let f = container(&["CONTAINER tea | les", "SEGU9574349 69 CRATES"]);
+        let chosen = f.chosen.clone().expect("found by its check digit");
+        assert_eq!(chosen.raw, "SEGU9574349");
+        assert_eq!(chosen.pattern, SHAPE_ALONE_PATTERN);
+        assert!(
+            (chosen.confidence - 0.72).abs() < 1e-9,
+            "{}",
+            chosen.confidence
+        );
+        // One digit off (the check digit no longer holds): not evidently a container number.
+        assert!(container(&["CONTAINER tea | les", "SEGU9574348 69 CRATES"])
+            .chosen
+            .is_none());
+        // Where the label is read, its value is the field's and nothing else is looked for.
+        let f = container(&["Container No. SEGU9574349", "MSKU8120522"]);
         assert_eq!(f.candidates.len(), 1);
         assert_ne!(f.candidates[0].pattern, SHAPE_ALONE_PATTERN);
     }

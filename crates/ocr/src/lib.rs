@@ -1041,7 +1041,9 @@ fn cache_key(parts: &[&[u8]]) -> String {
     // 9: a glyph's shape never breaks a code's letters-then-digits (`INV…` stays `INV…`);
     //    a stamp's grey ink faded out of a scan's text (`prepare/stamp.rs`); ink the reading
     //    left without words read again (`unread_ink.rs`).
-    h.update(b"ironclad-ocr/9\0");
+    // 10: stamps faded by default, only where a grey stroke runs like a ring's arc and the
+    //     text is large enough for its glyphs to have dark cores.
+    h.update(b"ironclad-ocr/10\0");
     h.update(tesseract_version().as_bytes());
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());
