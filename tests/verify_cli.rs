@@ -2,8 +2,8 @@
 //! database and blob store — exit 0 and `"ok": true` on a clean pipeline, exit 1 with every
 //! violation in the JSON once promises are broken, exit 2 when it cannot verify at all.
 
-use ironclad_core::ledger::{Expectation, LedgerEntry};
 use ironclad_core::CaseId;
+use ironclad_store::ledger::{Expectation, LedgerEntry};
 use ironclad_testkit::harness::Pipeline;
 use serde_json::Value;
 use std::path::Path;

@@ -28,7 +28,7 @@ pub struct LoadResult {
 
 /// A distinct, valid one-page PDF per index (content-addressed blobs: no dedup shortcut).
 pub fn pdf(tag: &str, i: usize) -> Vec<u8> {
-    ironclad_documents::fixtures::pdf_with_pages(1, &format!("ironclad bench {tag} case {i}"))
+    ironclad_inspect::fixtures::pdf_with_pages(1, &format!("ironclad bench {tag} case {i}"))
 }
 
 fn client() -> reqwest::Client {

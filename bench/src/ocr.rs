@@ -229,7 +229,7 @@ fn worker_job(args: &WorkerArgs) -> anyhow::Result<Value> {
     for f in &files {
         let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
         medias.push(
-            ironclad_documents::sniff(&bytes)
+            ironclad_inspect::sniff(&bytes)
                 .with_context(|| format!("{}: not a supported type", f.display()))?,
         );
     }

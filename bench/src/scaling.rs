@@ -237,7 +237,7 @@ fn marked_jpeg(original: &[u8], ppi: u16, copy: usize) -> anyhow::Result<(Vec<u8
 
 /// A one-page PDF drawing `jpeg` over the whole page (the page is the image's size at `ppi`).
 fn plain_scan_pdf(jpeg: &[u8], w: u32, h: u32, ppi: u16) -> Vec<u8> {
-    use ironclad_documents::fixtures::{pdf_from_objects, pdf_stream};
+    use ironclad_inspect::fixtures::{pdf_from_objects, pdf_stream};
     let pw = format!("{:.2}", f64::from(w) * 72.0 / f64::from(ppi));
     let ph = format!("{:.2}", f64::from(h) * 72.0 / f64::from(ppi));
     pdf_from_objects(

@@ -696,7 +696,7 @@ impl Api {
 
     /// `POST /v1/cases` with one small PDF; the status and JSON body, whatever they are.
     pub async fn post_pdf(&self, text: &str) -> Result<(u16, serde_json::Value)> {
-        let pdf = ironclad_documents::fixtures::pdf_with_pages(1, text);
+        let pdf = ironclad_inspect::fixtures::pdf_with_pages(1, text);
         let form = reqwest::multipart::Form::new().part(
             "file",
             reqwest::multipart::Part::bytes(pdf).file_name("invoice.pdf"),

@@ -11,8 +11,8 @@
 
 use crate::evaluate::read_options;
 use ironclad_core::page::{PageText, ReadMethod};
-use ironclad_documents::fixtures::{pdf_from_objects, pdf_stream};
-use ironclad_documents::sniff;
+use ironclad_inspect::fixtures::{pdf_from_objects, pdf_stream};
+use ironclad_inspect::sniff;
 use ironclad_ocr::PageReader;
 use std::io::Write as _;
 use std::process::Command;

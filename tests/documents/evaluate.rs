@@ -114,7 +114,7 @@ impl Evaluator {
         let started = Instant::now();
         let bytes = std::fs::read(truth.path())
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", truth.path().display()));
-        let sniffed = ironclad_documents::sniff(&bytes);
+        let sniffed = ironclad_inspect::sniff(&bytes);
         // The product's one reading path (what the worker and `ironclad extract` run): pages,
         // analysis, and the second look at doubtful values.
         let read = match sniffed {
@@ -231,7 +231,7 @@ pub struct FileReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hard_kind: Option<String>,
     pub media_type: String,
-    /// What `ironclad_documents::sniff` made of the bytes, and whether it is `media_type`.
+    /// What `ironclad_inspect::sniff` made of the bytes, and whether it is `media_type`.
     pub sniffed: Option<String>,
     pub sniffed_ok: bool,
     /// `jpeg-in-pdf`, `png-gray16`, … for scans.

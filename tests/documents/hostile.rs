@@ -5,8 +5,8 @@
 use crate::evaluate::{read_options, TRADE_YAML};
 use crate::truth::{fixtures_dir, workflow_field, Expected, Truth};
 use ironclad_core::media::MediaType;
-use ironclad_documents::{fixtures, inspect, sniff, InspectError, InspectLimits};
 use ironclad_extract::{analyze, Workflow};
+use ironclad_inspect::{fixtures, inspect, sniff, InspectError, InspectLimits};
 use ironclad_ocr::{PageReader, ReadError};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ const QUICK: Duration = Duration::from_secs(5);
 /// What the path made of a hostile file.
 struct Refusal {
     sniffed: Option<MediaType>,
-    inspected: Result<ironclad_documents::Inspection, InspectError>,
+    inspected: Result<ironclad_inspect::Inspection, InspectError>,
     /// The reader's terminal message.
     message: String,
 }

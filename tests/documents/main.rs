@@ -2,7 +2,7 @@
 //! (`tests/fixtures/generated/`, see `tests/fixtures/README.md`), and hostile inputs through
 //! the same reading path.
 //!
-//! Every file goes through what the product does with an upload: `ironclad_documents::sniff`,
+//! Every file goes through what the product does with an upload: `ironclad_inspect::sniff`,
 //! `ironclad_ocr::PageReader` (English + French, default options: 300 DPI) and
 //! `ironclad_extract::analyze` with `workflows/trade.yaml`. Each page's type, the split into
 //! documents and every field of `truth.json` are compared with what was read.

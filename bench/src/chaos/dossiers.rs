@@ -7,7 +7,7 @@
 //! - `bad_*`: a truncated PDF, a password-protected PDF, HTML posing as a JPEG — intake must
 //!   refuse them with a 4xx and commit nothing.
 
-use ironclad_core::ledger::Expectation;
+use ironclad_store::ledger::Expectation;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
@@ -110,17 +110,17 @@ impl Fixtures {
                 0 => (
                     "bad_truncated",
                     "invoice.pdf",
-                    ironclad_documents::fixtures::truncated(&set[1].1),
+                    ironclad_inspect::fixtures::truncated(&set[1].1),
                 ),
                 1 => (
                     "bad_encrypted",
                     "locked.pdf",
-                    ironclad_documents::fixtures::encrypted_pdf(),
+                    ironclad_inspect::fixtures::encrypted_pdf(),
                 ),
                 _ => (
                     "bad_html",
                     "photo.jpg",
-                    ironclad_documents::fixtures::html_as_jpeg(),
+                    ironclad_inspect::fixtures::html_as_jpeg(),
                 ),
             };
             Dossier {

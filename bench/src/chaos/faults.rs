@@ -159,7 +159,7 @@ pub struct Probe {
     /// Sequence number of the first probe (the next ones follow).
     pub first_seq: u64,
     pub dossier: super::dossiers::Dossier,
-    pub entries: std::sync::Arc<std::sync::Mutex<Vec<ironclad_core::ledger::LedgerEntry>>>,
+    pub entries: std::sync::Arc<std::sync::Mutex<Vec<ironclad_store::ledger::LedgerEntry>>>,
 }
 
 impl Probe {

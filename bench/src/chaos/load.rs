@@ -4,7 +4,7 @@
 //! `ironclad verify` holds the system to.
 
 use super::dossiers::Dossier;
-use ironclad_core::ledger::{Expectation, LedgerEntry};
+use ironclad_store::ledger::{Expectation, LedgerEntry};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

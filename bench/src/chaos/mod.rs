@@ -24,7 +24,7 @@ mod report;
 use cluster::Cluster;
 use dossiers::{Dossier, Fixtures};
 use faults::{Fault, Pace, Probe, Struck};
-use ironclad_core::ledger::{Expectation, LedgerEntry};
+use ironclad_store::ledger::{Expectation, LedgerEntry};
 use load::LoadSpec;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

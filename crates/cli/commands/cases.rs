@@ -5,6 +5,7 @@ use crate::config::{parse_duration, Connections};
 use anyhow::Context;
 use clap::Args;
 use ironclad_core::{CaseId, CaseStatus};
+use ironclad_store::stuck::{StuckScope, STUCK_AFTER};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -17,9 +18,10 @@ pub struct CasesArgs {
     /// Only open cases idle beyond `--stuck-after`, with the reason they wait.
     #[arg(long)]
     pub stuck: bool,
-    /// Idle time after which an open case counts as stuck.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub stuck_after: Duration,
+    /// Idle time after which an open case counts as stuck (default: 10m, the desk's and
+    /// `ironclad verify`'s too).
+    #[arg(long, value_parser = parse_duration)]
+    pub stuck_after: Option<Duration>,
     /// Most cases shown.
     #[arg(long, default_value_t = 50)]
     pub limit: i64,
@@ -52,14 +54,14 @@ fn short(text: &str, max: usize) -> String {
 pub async fn list(c: &Connections, args: CasesArgs) -> anyhow::Result<ExitCode> {
     let store = connect_store(c).await?;
     if args.stuck {
-        let stuck = store.stuck_cases(args.stuck_after, args.limit).await?;
+        let after = args.stuck_after.unwrap_or(STUCK_AFTER);
+        let stuck = store
+            .stuck_cases(StuckScope::Operator, after, args.limit)
+            .await?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&stuck)?);
         } else if stuck.is_empty() {
-            println!(
-                "no stuck cases (open and idle for more than {:?})",
-                args.stuck_after
-            );
+            println!("no stuck cases (open and idle for more than {after:?})");
         } else {
             println!("{:<36}  {:<11}  {:>7}  REASON", "CASE", "STATUS", "IDLE");
             for s in stuck {

@@ -302,7 +302,7 @@ fn read_one(
     templates: &[Template],
 ) -> Result<(ironclad_core::media::MediaType, ironclad_reading::Reading), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
-    let media = ironclad_documents::sniff(&bytes).ok_or("not a PDF, PNG, JPEG or TIFF")?;
+    let media = ironclad_inspect::sniff(&bytes).ok_or("not a PDF, PNG, JPEG or TIFF")?;
     // Poppler gets a copy of what was read, not the path: a pipe cannot be read twice, and
     // /dev/stdin or /dev/fd/N would name poppler's own descriptors.
     let document = ironclad_reading::Document {

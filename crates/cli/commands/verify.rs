@@ -6,7 +6,7 @@ use crate::config::{parse_duration, BlobLocation, Connections};
 use anyhow::Context;
 use clap::Args;
 use ironclad_blobs::{BlobError, BlobStore};
-use ironclad_core::ledger::LedgerEntry;
+use ironclad_store::ledger::LedgerEntry;
 use ironclad_store::verify::{BlobState, VerifyOptions, VerifyReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,9 +25,10 @@ pub struct VerifyArgs {
     /// submission exists with its files, and that every refused one committed nothing.
     #[arg(long, value_name = "FILE")]
     pub ledger: Option<PathBuf>,
-    /// An open case without activity for longer than this is stuck (0s after quiescence).
-    #[arg(long, default_value = "15m", value_parser = parse_duration)]
-    pub stuck_after: Duration,
+    /// An open case without activity for longer than this is stuck (0s after quiescence;
+    /// default: 10m, as `ironclad cases --stuck` and the desk).
+    #[arg(long, value_parser = parse_duration)]
+    pub stuck_after: Option<Duration>,
     /// A due PENDING or a PUBLISHING outbox row older than this is overdue.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub outbox_bound: Duration,
@@ -84,7 +85,9 @@ async fn verify(c: &Connections, args: &VerifyArgs) -> anyhow::Result<VerifyRepo
     let store = connect_store(c).await?;
     let options = VerifyOptions {
         ledger: ledger.as_deref(),
-        stuck_after: args.stuck_after,
+        stuck_after: args
+            .stuck_after
+            .unwrap_or(ironclad_store::stuck::STUCK_AFTER),
         outbox_bound: args.outbox_bound,
     };
     let concurrency = args.hash_concurrency.max(1);

@@ -28,20 +28,37 @@ impl CaseStatus {
         matches!(self, Self::AwaitingReview | Self::Resolved | Self::Failed)
     }
 
-    /// Whether `self → next` is a transition the system may make.
+    /// Every transition [`Self::can_become`] allows, as (from, to).
+    pub fn transitions() -> Vec<(Self, Self)> {
+        crate::transition_pairs(Self::ALL, Self::can_become)
+    }
+
+    /// Whether `self → next` is a transition the system may make: the one table of them.
+    /// `docs/state-machines.md` draws it, and every test database refuses an UPDATE that
+    /// leaves it (`ironclad_store::transition_guard`). A transition is a change of status, or
+    /// of generation at the same status (a reprocess of a PROCESSING case).
     pub fn can_become(self, next: CaseStatus) -> bool {
         use CaseStatus::*;
         matches!(
             (self, next),
+            // the first job claimed; a reprocess before any claim
             (Ingested, Processing)
+                // a job failed
                 | (Ingested, Failed)
+                | (Processing, Failed)
+                // finalize wrote the generation's decision
                 | (Ingested, AwaitingReview)
                 | (Processing, AwaitingReview)
-                | (Processing, Failed)
+                // a reevaluation writes decision N+1 for the same generation
+                | (AwaitingReview, AwaitingReview)
+                // a person resolves, or the auto-approve policy does
                 | (AwaitingReview, Resolved)
-                // requeue of dead work or a reprocess starts over
+                // requeue of dead work, or a reprocess, starts over
                 | (Failed, Processing)
+                | (Processing, Processing)
                 | (AwaitingReview, Processing)
+                // a reprocess of a resolved case (the resolution stays in its history)
+                | (Resolved, Processing)
         )
     }
 }
@@ -51,10 +68,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn resolved_is_final() {
+    fn resolved_is_left_only_by_a_reprocess() {
         for next in CaseStatus::ALL {
-            assert!(
-                !CaseStatus::Resolved.can_become(*next),
+            assert_eq!(
+                CaseStatus::Resolved.can_become(*next),
+                *next == CaseStatus::Processing,
                 "RESOLVED -> {next}"
             );
         }

@@ -27,12 +27,20 @@ impl JobStatus {
         matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
     }
 
-    /// Whether `self → next` is allowed.
+    /// Every transition [`Self::can_become`] allows, as (from, to).
+    pub fn transitions() -> Vec<(Self, Self)> {
+        crate::transition_pairs(Self::ALL, Self::can_become)
+    }
+
+    /// Whether `self → next` is allowed: the one table of them (see
+    /// [`crate::CaseStatus::can_become`]). A transition is a change of status, or a new
+    /// attempt at the same status (a claim of a RUNNING job whose lease lapsed).
     pub fn can_become(self, next: JobStatus) -> bool {
         use JobStatus::*;
         matches!(
             (self, next),
             (Pending, Running)
+                | (Running, Running) // claimed by another worker once the lease lapsed
                 | (Pending, Cancelled)
                 | (Pending, Failed) // dead-lettered before any claim
                 | (Running, Succeeded)
@@ -47,7 +55,8 @@ impl JobStatus {
 spelled_enum! {
     /// What a job does.
     pub enum JobKind: "job kind" {
-        /// Read one source: pages, text, (later) classification and extraction.
+        /// Read one source: its pages (text layer or OCR), classification into documents,
+        /// extraction of their fields with evidence, and the second look at doubtful values.
         ProcessSource = "process_source",
         /// Produce the decision for a case generation once every source job succeeded.
         FinalizeCase = "finalize_case",

@@ -1,8 +1,10 @@
 //! Ironclad's domain core.
 //!
-//! Everything here is pure: statuses and the transitions between them, identifiers parsed at
-//! the edge, the retry policy and the message envelope. It knows no database, HTTP or Redis,
-//! so the rules that keep cases accountable can be read and tested without any of them.
+//! Everything here is pure: statuses and the one table of transitions between them,
+//! identifiers parsed at the edge, the retry policy and the message envelope, the rules engine
+//! and the value parsers, text folding, and the analysis a reading produces. It knows no
+//! database, HTTP or Redis, so the rules that keep cases accountable can be read and tested
+//! without any of them.
 //! The store maps each status to a `CHECK`-constrained text column; a store test proves the
 //! two lists agree.
 #![deny(missing_docs)]
@@ -14,9 +16,9 @@ pub mod decision;
 pub mod envelope;
 pub mod failure;
 pub mod faults;
+pub mod fold;
 pub mod ids;
 pub mod job;
-pub mod ledger;
 pub mod media;
 pub mod notification;
 pub mod outbox;
@@ -28,6 +30,15 @@ pub mod role;
 pub mod rules;
 
 pub use case::CaseStatus;
+
+/// Every (from, to) pair of `all` that `can_become` allows, in the order of `all`: a status
+/// table as a list (see [`CaseStatus::transitions`], [`JobStatus::transitions`]).
+fn transition_pairs<S: Copy>(all: &[S], can_become: impl Fn(S, S) -> bool) -> Vec<(S, S)> {
+    all.iter()
+        .flat_map(|&from| all.iter().map(move |&to| (from, to)))
+        .filter(|&(from, to)| can_become(from, to))
+        .collect()
+}
 pub use decision::DecisionStatus;
 pub use envelope::{Envelope, EnvelopeError};
 pub use failure::FailureCode;

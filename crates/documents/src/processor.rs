@@ -1,9 +1,9 @@
 //! The document step a worker runs for one source, behind a trait so the worker does not
 //! care whether pages are counted, OCRed or scripted to fail.
 
-use crate::inspect::{inspect, InspectLimits};
 use ironclad_core::media::MediaType;
 use ironclad_core::{CaseId, SourceId};
+use ironclad_inspect::{inspect, InspectLimits};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::future::Future;
@@ -109,8 +109,9 @@ pub async fn read_verified(input: &SourceInput) -> Result<Vec<u8>, ProcessorErro
     .map_err(|e| ProcessorError::Terminal(format!("hashing the blob crashed: {e}")))?
 }
 
-/// The processor until OCR arrives: reads the blob, checks it still has the SHA-256 recorded
-/// at intake, and counts its pages again.
+/// The processor that reads no text (`stand-in`, for tests and the pipeline's benchmarks):
+/// reads the blob, checks it still has the SHA-256 recorded at intake, and counts its pages
+/// again. The built-in reader is `ironclad-reading`'s.
 #[derive(Debug, Clone)]
 pub struct StandInProcessor {
     limits: InspectLimits,
@@ -362,7 +363,7 @@ pub fn processor_from_spec(spec: &str) -> Result<Arc<dyn DocumentProcessor>, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use ironclad_inspect::fixtures;
 
     fn source(dir: &tempfile::TempDir, bytes: &[u8]) -> SourceInput {
         let path = dir.path().join(format!("{}.blob", SourceId::new()));

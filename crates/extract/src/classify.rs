@@ -10,8 +10,8 @@ use ironclad_core::page::PageText;
 
 use crate::fuzzy::{self, Phrase};
 use crate::layout::PageLayout;
-use crate::normalize::fold_str;
 use crate::workflow::{CompiledKeyword, CompiledType, Workflow};
+use ironclad_core::fold::fold_str;
 
 pub use ironclad_core::analysis::PageClass;
 

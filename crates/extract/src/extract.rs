@@ -14,9 +14,9 @@ use ironclad_core::parse::{self, ParseError, ParserKind, Value};
 
 use crate::keyvalue::{LabelHit, LabelPage};
 use crate::layout::PageLayout;
-use crate::normalize::fold_str;
 use crate::shape::Shape;
 use crate::workflow::{CompiledField, FieldSpec, Workflow};
+use ironclad_core::fold::fold_str;
 
 /// Most candidates (and, separately, unreadable matches) kept per field. A pattern such as
 /// `(?P<value>\d)` would otherwise turn every digit of a dossier into evidence to store.

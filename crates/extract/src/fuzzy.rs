@@ -10,7 +10,7 @@
 
 /// A text reduced for matching: see the module documentation. Besides letters and digits it
 /// keeps `#` and reads `°` as `o`: in labels they carry meaning (`invoice #`, `N°`). Input is folded text
-/// ([`crate::normalize::fold`]: lower case, no accents).
+/// ([`ironclad_core::fold::fold`]: lower case, no accents).
 pub(crate) fn skeleton(folded: &str) -> Vec<u8> {
     folded
         .chars()
@@ -189,7 +189,7 @@ const TRAILING_STRAYS: usize = 2;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normalize::fold_str;
+    use ironclad_core::fold::fold_str;
     use proptest::prelude::*;
 
     fn sk(text: &str) -> Vec<u8> {

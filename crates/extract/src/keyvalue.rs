@@ -16,8 +16,8 @@ use ironclad_core::page::{BBox, PageText, Word};
 
 use crate::fuzzy::{skeleton, Phrase, STRAY};
 use crate::layout::{median, reader_lines};
-use crate::normalize::fold_str;
 use crate::workflow::{CompiledField, Direction, Region};
+use ironclad_core::fold::fold_str;
 
 /// Gap between two words of one value, in character widths, beyond which the run stops: a
 /// space is under one, a column break several.

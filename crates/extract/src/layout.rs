@@ -6,8 +6,8 @@ use std::ops::Range;
 
 use ironclad_core::page::{BBox, PageText, Word};
 
-use crate::normalize::{fold, Folded};
 use crate::workflow::Region;
+use ironclad_core::fold::{fold, Folded};
 
 /// One page's searchable text.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@
 //! itself — re-rendering a region at higher resolution, invoice2data's `area` option — is
 //! out of reach here and must be done before the call.
 //!
-//! Matching is accent- and case-insensitive throughout ([`normalize`]); value parsing is
+//! Matching is accent- and case-insensitive throughout ([`ironclad_core::fold`]); value parsing is
 //! `ironclad_core::parse`, shared with the rules engine, so a value means the same thing
 //! wherever it is read.
 #![deny(missing_docs)]
@@ -27,7 +27,6 @@ mod fuzzy;
 pub mod invoice2data;
 mod keyvalue;
 mod layout;
-pub mod normalize;
 pub mod second_look;
 pub mod segment;
 pub mod shape;

@@ -19,8 +19,8 @@ use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::fuzzy::{self, Phrase};
-use crate::normalize::{fold_pattern, fold_str};
 use crate::shape::{Shape, MAX_SHAPES, MAX_SHAPE_LEN};
+use ironclad_core::fold::{fold_pattern, fold_str};
 
 /// Bounds on what a workflow file may ask for. A workflow is tenant input: without bounds,
 /// one file could make every page of every case run thousands of patterns.

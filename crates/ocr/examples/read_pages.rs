@@ -40,7 +40,7 @@ fn main() {
                 continue;
             }
         };
-        let Some(media) = ironclad_documents::sniff(&bytes) else {
+        let Some(media) = ironclad_inspect::sniff(&bytes) else {
             eprintln!("{}: unsupported type", f.display());
             continue;
         };

@@ -6,8 +6,8 @@
 use crate::images::{decode_single, decode_tiff_page, tiff_page_count};
 use crate::ReadError;
 use image::ImageFormat;
-use ironclad_documents::fixtures;
 use ironclad_fuzz::{config, damaged, within};
+use ironclad_inspect::fixtures;
 use proptest::prelude::*;
 
 /// A one-page image of `format` (0 PNG, 1 JPEG, 2 TIFF) whose header declares `width` ×

@@ -20,7 +20,7 @@ use crate::images::decode_embedded_jpeg;
 use crate::pdf::PageSize;
 use crate::text_height;
 use fast_image_resize::{FilterType, ResizeAlg};
-use ironclad_documents::inspect::LoadedPdf;
+use ironclad_inspect::inspect::LoadedPdf;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use std::collections::HashMap;
 use std::io::Read;
@@ -65,7 +65,7 @@ pub(crate) fn plain_scans(
     max_pages: u32,
 ) -> HashMap<u32, PlainScan> {
     let budget = LOAD_COST_PER_PAGE.saturating_mul(indices.len() as u64);
-    let Ok(pdf) = ironclad_documents::inspect::load_pdf(bytes, max_pages, budget) else {
+    let Ok(pdf) = ironclad_inspect::inspect::load_pdf(bytes, max_pages, budget) else {
         return HashMap::new();
     };
     if pdf.pages.len() != pages {
@@ -443,7 +443,7 @@ mod tests {
         page_extra: &str,
         image_extra: &str,
     ) -> Vec<u8> {
-        use ironclad_documents::fixtures::{pdf_from_objects, pdf_stream};
+        use ironclad_inspect::fixtures::{pdf_from_objects, pdf_stream};
         let objects = vec![
             b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
@@ -598,7 +598,7 @@ mod tests {
 
     /// Objects 1–2 are the catalog and the page tree with `kids`; the rest follow.
     fn pdf_of(kids: &str, count: u32, rest: Vec<Vec<u8>>) -> Vec<u8> {
-        use ironclad_documents::fixtures::pdf_from_objects;
+        use ironclad_inspect::fixtures::pdf_from_objects;
         let mut objects = vec![
             b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
             format!("<< /Type /Pages /Kids [{kids}] /Count {count} /MediaBox [0 0 306 396] >>")
@@ -609,7 +609,7 @@ mod tests {
     }
 
     fn image_object(jpeg: &[u8], (w, h): (u32, u32), colour_space: &str) -> Vec<u8> {
-        ironclad_documents::fixtures::pdf_stream(
+        ironclad_inspect::fixtures::pdf_stream(
             &format!(
                 "/Type /XObject /Subtype /Image /Width {w} /Height {h} \
                  /ColorSpace /{colour_space} /BitsPerComponent 8 /Filter /DCTDecode"
@@ -632,7 +632,7 @@ mod tests {
         // Page 1 omits /Type (lopdf's own page list skips it, poppler and the guard do not);
         // page 2 is the scan. Both inherit the tree's media box.
         let (jpeg, dims) = scan_jpeg();
-        let stream = |c: &str| ironclad_documents::fixtures::pdf_stream("", c.as_bytes());
+        let stream = |c: &str| ironclad_inspect::fixtures::pdf_stream("", c.as_bytes());
         let pdf = pdf_of(
             "3 0 R 4 0 R",
             2,
@@ -663,7 +663,7 @@ mod tests {
             vec![
                 page_object(6, 4, 5, true),
                 image_object(&jpeg, dims, "DeviceGray"),
-                ironclad_documents::fixtures::pdf_stream("", FILL.as_bytes()),
+                ironclad_inspect::fixtures::pdf_stream("", FILL.as_bytes()),
                 b"<< /Type /Pages /Kids [] /Count 0 /MediaBox [0 0 5000 5000] >>".to_vec(),
             ],
         );
@@ -681,7 +681,7 @@ mod tests {
                 page_object(2, 5, 6, true),
                 page_object(2, 5, 6, true),
                 image_object(&jpeg, dims, "DeviceGray"),
-                ironclad_documents::fixtures::pdf_stream("", FILL.as_bytes()),
+                ironclad_inspect::fixtures::pdf_stream("", FILL.as_bytes()),
             ],
         );
         let scans = plain_scans(&pdf, &[0, 1], 2, 10);
@@ -705,7 +705,7 @@ mod tests {
             vec![
                 page_object(2, 4, 5, true),
                 image_object(&jpeg, (638, 825), "DeviceRGB"),
-                ironclad_documents::fixtures::pdf_stream("", FILL.as_bytes()),
+                ironclad_inspect::fixtures::pdf_stream("", FILL.as_bytes()),
             ],
         );
         let scans = plain_scans(&pdf, &[0], 1, 10);

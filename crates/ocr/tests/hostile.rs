@@ -5,7 +5,7 @@ mod common;
 
 use common::{pdf, Page};
 use ironclad_core::media::MediaType;
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use ironclad_ocr::{PageReader, ReadError, ReadOptions};
 use std::time::{Duration, Instant};
 

@@ -503,7 +503,7 @@ fn concurrent_calls_share_one_page_budget() {
 #[test]
 fn long_text_pdfs_are_read_in_runs_of_pages_in_order() {
     // 130 pages: three pdftotext runs (64 + 64 + 2) after pdfinfo counted them.
-    let doc = ironclad_documents::fixtures::pdf_with_pages(
+    let doc = ironclad_inspect::fixtures::pdf_with_pages(
         130,
         "COMMERCIAL INVOICE Invoice No.: ABC-24-0123",
     );

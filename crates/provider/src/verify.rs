@@ -1,7 +1,7 @@
 //! Checking the model's values against the page text before any is believed.
 //!
 //! A value is accepted only if it is printed in the segment's pages. Matching is done on
-//! folded text ([`ironclad_extract::normalize`]: accents, case and compatibility forms do
+//! folded text ([`ironclad_core::fold`]: accents, case and compatibility forms do
 //! not matter) with these whitespace rules:
 //!
 //! * where the value has whitespace, the page may have any amount, line breaks included, or
@@ -22,10 +22,10 @@
 //! evidence a workflow pattern's reading ranks first. A value equal to one the patterns
 //! already found adds nothing (it is reported as agreeing).
 
+use ironclad_core::fold::{fold, fold_str, Folded};
 use ironclad_core::page::{BBox, PageText};
 use ironclad_core::parse::ParserKind;
 use ironclad_extract::extract::{choose, read_field, round, same_value};
-use ironclad_extract::normalize::{fold, fold_str, Folded};
 use ironclad_extract::workflow::DocumentTypeSpec;
 use ironclad_extract::{Candidate, Fact, Workflow};
 use serde::Serialize;

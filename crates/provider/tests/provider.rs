@@ -5,12 +5,12 @@
 use ironclad_core::media::MediaType;
 use ironclad_core::parse::Value;
 use ironclad_core::{CaseId, SourceId};
-use ironclad_documents::fixtures::pdf_with_pages;
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessedSource, ProcessorError, SourceInput,
 };
 use ironclad_documents::workflows::{CompiledTemplates, CompiledWorkflow};
 use ironclad_extract::{Fact, Workflow};
+use ironclad_inspect::fixtures::pdf_with_pages;
 use ironclad_ocr::ReadOptions;
 use ironclad_provider::fake::{FakeOpenAi, Reply};
 use ironclad_provider::verify::PROVIDER_PATTERN;

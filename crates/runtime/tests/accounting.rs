@@ -16,6 +16,7 @@ mod common;
 
 use common::{envelope_for, source_jobs, source_of, wait_all_decided, Act, Rigged, Roles};
 use ironclad_store::jobs::ClaimOutcome;
+use ironclad_store::stuck::StuckScope;
 use ironclad_testkit::harness::Pipeline;
 use ironclad_testkit::private::PrivateRedis;
 use std::collections::HashMap;
@@ -75,7 +76,7 @@ async fn stuck_cases_name_each_open_case_and_why_until_it_is_done() -> anyhow::R
 
     let stuck: HashMap<_, _> = p
         .store()
-        .stuck_cases(Duration::ZERO, 10)
+        .stuck_cases(StuckScope::Operator, Duration::ZERO, 10)
         .await?
         .into_iter()
         .map(|s| (s.case.id, (s.case.status, s.reason)))
@@ -99,9 +100,30 @@ async fn stuck_cases_name_each_open_case_and_why_until_it_is_done() -> anyhow::R
         reason,
         &format!("process_source {waiting_job} PENDING attempt 1/3 waiting for its retry time, last error: provider answered 503")
     );
+    // The tenant's own view: the same cases, without who holds a job or its last error.
+    let mine = p
+        .store()
+        .stuck_cases(StuckScope::Tenant(p.tenant), Duration::ZERO, 10)
+        .await?;
+    assert_eq!(mine.len(), 3);
+    for s in &mine {
+        assert!(!s.reason.contains("dead-worker"), "{}", s.reason);
+        assert!(!s.reason.contains("503"), "{}", s.reason);
+        assert!(s
+            .open_jobs
+            .iter()
+            .all(|j| j.lease_owner.is_none() && j.last_error.is_none()));
+    }
+    // Another tenant's view holds none of them.
+    let other = p.store().create_tenant("other").await?;
+    assert!(p
+        .store()
+        .stuck_cases(StuckScope::Tenant(other), Duration::ZERO, 10)
+        .await?
+        .is_empty());
     assert!(
         p.store()
-            .stuck_cases(Duration::from_secs(3600), 10)
+            .stuck_cases(StuckScope::Operator, Duration::from_secs(3600), 10)
             .await?
             .is_empty(),
         "none is idle that long"
@@ -122,7 +144,11 @@ async fn stuck_cases_name_each_open_case_and_why_until_it_is_done() -> anyhow::R
     let done = wait_all_decided(&p, 3, Duration::from_secs(40)).await;
     roles.stop().await?;
     done?;
-    assert!(p.store().stuck_cases(Duration::ZERO, 10).await?.is_empty());
+    assert!(p
+        .store()
+        .stuck_cases(StuckScope::Operator, Duration::ZERO, 10)
+        .await?
+        .is_empty());
     assert_eq!(p.assert_effects_once().await?, 3);
     assert_eq!(
         processor.calls(),
@@ -156,7 +182,10 @@ async fn a_dead_outbox_row_is_counted_explained_and_still_delivered() -> anyhow:
         (samples[0].pending_age_seconds, samples[0].terminal_failures),
         (None, 1)
     );
-    let stuck = p.store().stuck_cases(Duration::ZERO, 10).await?;
+    let stuck = p
+        .store()
+        .stuck_cases(StuckScope::Operator, Duration::ZERO, 10)
+        .await?;
     assert_eq!(stuck.len(), 1);
     assert_eq!(
         stuck[0].reason,

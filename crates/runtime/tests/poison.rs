@@ -19,6 +19,7 @@ use ironclad_core::{CaseId, Envelope, FailureCode, JobId, JobKind};
 use ironclad_documents::processor::{Behaviour, ScriptedProcessor};
 use ironclad_runtime::reconciler::SweepReport;
 use ironclad_runtime::worker::Handled;
+use ironclad_store::stuck::StuckScope;
 use ironclad_testkit::harness::Pipeline;
 use std::sync::Arc;
 use std::time::Duration;
@@ -416,7 +417,11 @@ async fn requeue_does_not_reopen_a_case_another_source_failed() -> anyhow::Resul
     // Every job is terminal, so the case must be terminal too: it stays FAILED, with the reason
     // of the source that could not be processed, and nothing reports it stuck.
     assert_eq!(case_row(&p, case).await?, unreadable);
-    assert!(p.store().stuck_cases(Duration::ZERO, 10).await?.is_empty());
+    assert!(p
+        .store()
+        .stuck_cases(StuckScope::Operator, Duration::ZERO, 10)
+        .await?
+        .is_empty());
     assert_eq!(processor.calls(), 2);
     p.finish().await;
     Ok(())

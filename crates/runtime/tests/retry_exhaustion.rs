@@ -21,6 +21,7 @@ use ironclad_core::FailureCode;
 use ironclad_documents::processor::{Behaviour, ScriptedProcessor};
 use ironclad_runtime::reconciler::SweepReport;
 use ironclad_runtime::worker::Handled;
+use ironclad_store::stuck::StuckScope;
 use ironclad_testkit::harness::Pipeline;
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,7 +105,10 @@ async fn retries_stop_at_max_attempts_and_nothing_loops() -> anyhow::Result<()> 
     assert_eq!(processor.calls(), 3);
     assert_eq!(events(&p, case, "PROCESSING_FAILED").await?.len(), 1);
     assert!(
-        p.store().stuck_cases(Duration::ZERO, 10).await?.is_empty(),
+        p.store()
+            .stuck_cases(StuckScope::Operator, Duration::ZERO, 10)
+            .await?
+            .is_empty(),
         "a FAILED case is accounted for, not stuck"
     );
     p.finish().await;

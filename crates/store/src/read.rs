@@ -1,10 +1,9 @@
 //! The read side: a case with everything that happened to it, listings, and stuck cases.
 
-use crate::{secs, Store, StoreResult};
+use crate::{Store, StoreResult};
 use chrono::{DateTime, Utc};
 use ironclad_core::{CaseId, TenantId};
 use serde::Serialize;
-use std::time::Duration;
 use uuid::Uuid;
 
 /// One case as listed.
@@ -278,18 +277,6 @@ pub struct PageSource {
     pub rotation: i16,
 }
 
-/// A case that is not settled beyond the expected time, with what it waits for.
-#[derive(Debug, Clone, Serialize)]
-pub struct StuckCase {
-    /// The case.
-    #[serde(flatten)]
-    pub case: CaseSummary,
-    /// Seconds since its last change.
-    pub idle_seconds: i64,
-    /// Human-readable reason.
-    pub reason: String,
-}
-
 const CASE_GET: &str =
     "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
      created_at, updated_at, resolution, resolved_by, resolved_at FROM cases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)";
@@ -340,19 +327,6 @@ const PAGE_SOURCE: &str =
 /// How many of the tenant's cases are in each status.
 const CASE_COUNTS: &str =
     "SELECT status, count(*) FROM cases WHERE tenant_id = $1 GROUP BY status ORDER BY status";
-
-/// Open cases idle beyond the threshold, with their unfinished jobs' state.
-const CASE_STUCK: &str =
-    "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
-     created_at, updated_at, resolution, resolved_by, resolved_at FROM cases \
-     WHERE status IN ('INGESTED', 'PROCESSING') AND updated_at < now() - make_interval(secs => $1) \
-     ORDER BY updated_at LIMIT $2";
-
-const STUCK_JOBS: &str = "SELECT j.id, j.kind, j.status, j.attempt, j.max_attempts, \
-     (j.next_attempt_at > now()) AS waiting, j.lease_owner, j.last_error, \
-     (SELECT o.status FROM outbox o WHERE o.job_id = j.id ORDER BY o.created_at DESC LIMIT 1) AS outbox_status \
-     FROM jobs j JOIN cases c ON c.id = j.case_id \
-     WHERE j.case_id = $1 AND j.generation = c.generation AND j.status IN ('PENDING', 'RUNNING')";
 
 /// An opaque listing cursor: the last row's creation time and id.
 pub fn encode_cursor(created_at: DateTime<Utc>, id: Uuid) -> String {
@@ -577,68 +551,6 @@ impl Store {
             .bind(tenant.0)
             .fetch_all(self.pool())
             .await?)
-    }
-
-    /// Every open case idle for longer than `threshold`, with the reason it waits.
-    pub async fn stuck_cases(
-        &self,
-        threshold: Duration,
-        limit: i64,
-    ) -> StoreResult<Vec<StuckCase>> {
-        let cases: Vec<CaseSummary> = sqlx::query_as(CASE_STUCK)
-            .bind(secs(threshold))
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await?;
-        let now = Utc::now();
-        let mut stuck = Vec::with_capacity(cases.len());
-        for case in cases {
-            type JobRow = (
-                Uuid,
-                String,
-                String,
-                i32,
-                i32,
-                bool,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-            );
-            let jobs: Vec<JobRow> = sqlx::query_as(STUCK_JOBS)
-                .bind(case.id)
-                .fetch_all(self.pool())
-                .await?;
-            let reason = if jobs.is_empty() {
-                "no unfinished job in the current generation (finalize not enqueued?)".to_owned()
-            } else {
-                jobs.iter()
-                    .map(
-                        |(id, kind, status, attempt, max, waiting, owner, error, outbox)| {
-                            let mut r = format!("{kind} {id} {status} attempt {attempt}/{max}");
-                            if status == "RUNNING" {
-                                r += &format!(" held by {}", owner.as_deref().unwrap_or("?"));
-                            } else if *waiting {
-                                r += " waiting for its retry time";
-                            } else {
-                                r += &format!(", outbox {}", outbox.as_deref().unwrap_or("none"));
-                            }
-                            if let Some(e) = error {
-                                r += &format!(", last error: {e}");
-                            }
-                            r
-                        },
-                    )
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            };
-            let idle_seconds = (now - case.updated_at).num_seconds();
-            stuck.push(StuckCase {
-                case,
-                idle_seconds,
-                reason,
-            });
-        }
-        Ok(stuck)
     }
 }
 

@@ -12,8 +12,8 @@
 //! the full lists of case ids a chaos run needs to attribute violations to the faults that
 //! struck those cases (`lost`, `duplicated`, `wrongly_failed`, `stuck`).
 
+use crate::ledger::{Expectation, LedgerEntry};
 use crate::{secs, Store, StoreResult};
-use ironclad_core::ledger::{Expectation, LedgerEntry};
 use ironclad_core::FailureCode;
 use serde::{Deserialize, Serialize, Serializer};
 use sqlx::PgConnection;
@@ -83,32 +83,6 @@ SELECT c.id, c.tenant_id,
 FROM cases c LEFT JOIN sources s ON s.case_id = c.id
 WHERE c.id = ANY($1)
 GROUP BY c.id, c.tenant_id
-"#;
-
-/// Open cases (INGESTED, PROCESSING) with no activity for longer than `$1` seconds: neither the
-/// case nor any job of its current generation changed (a running job's lease renewal is
-/// activity, so a long OCR is not stuck). Oldest activity first, each with its unfinished jobs.
-const VERIFY_STUCK: &str = r#"
-SELECT c.id, c.status,
-       extract(epoch FROM now() - a.last_activity)::bigint AS idle_seconds,
-       a.open_jobs
-FROM cases c
-CROSS JOIN LATERAL (
-    SELECT greatest(c.updated_at, max(j.updated_at)) AS last_activity,
-           string_agg(j.kind || ' ' || j.id || ' ' || j.status || ' attempt ' || j.attempt
-                      || '/' || j.max_attempts
-                      || CASE WHEN j.status = 'PENDING' AND j.next_attempt_at > now()
-                              THEN ' (next attempt in '
-                                   || extract(epoch FROM j.next_attempt_at - now())::bigint || 's)'
-                              ELSE '' END,
-                      '; ' ORDER BY j.created_at, j.id)
-               FILTER (WHERE j.status IN ('PENDING', 'RUNNING')) AS open_jobs
-    FROM jobs j WHERE j.case_id = c.id AND j.generation = c.generation
-) a
-WHERE c.status IN ('INGESTED', 'PROCESSING')
-  AND c.updated_at < now() - make_interval(secs => $1)
-  AND a.last_activity < now() - make_interval(secs => $1)
-ORDER BY a.last_activity, c.id
 "#;
 
 /// FAILED cases that should not be: each of `$1` (cases whose submitter was owed a decision),
@@ -251,14 +225,6 @@ struct LedgerCase {
     id: Uuid,
     tenant_id: Uuid,
     sources: Vec<String>,
-}
-
-#[derive(Debug, sqlx::FromRow)]
-struct IdleCase {
-    id: Uuid,
-    status: String,
-    idle_seconds: i64,
-    open_jobs: Option<String>,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -851,24 +817,22 @@ async fn verify_database(
             seconds(options.stuck_after)
         ),
     );
-    let idle: Vec<IdleCase> = sqlx::query_as(VERIFY_STUCK)
-        .bind(secs(options.stuck_after))
-        .fetch_all(&mut *conn)
-        .await?;
+    let idle = crate::stuck::fetch(
+        &mut *conn,
+        crate::stuck::StuckScope::Operator,
+        options.stuck_after,
+        i64::MAX,
+    )
+    .await?;
     let mut stuck_ids = Vec::with_capacity(idle.len());
     for c in idle {
         stuck.record(|| {
             format!(
                 "case {} {} idle {}s: {}",
-                c.id,
-                c.status,
-                c.idle_seconds,
-                c.open_jobs
-                    .as_deref()
-                    .unwrap_or("no unfinished job in its generation")
+                c.case.id, c.case.status, c.idle_seconds, c.reason
             )
         });
-        stuck_ids.push(c.id);
+        stuck_ids.push(c.case.id);
     }
 
     let owed: Vec<Uuid> = ledger

@@ -6,7 +6,7 @@ use ironclad_blobs::BlobStore;
 use ironclad_core::faults::Faults;
 use ironclad_core::{CaseId, JobId, RetryPolicy, SourceId, TenantId};
 use ironclad_documents::processor::{DocumentProcessor, StandInProcessor};
-use ironclad_documents::InspectLimits;
+use ironclad_inspect::InspectLimits;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_runtime::{Dispatcher, Reconciler, RuntimeConfig, Worker};
 use ironclad_store::intake::{IntakeOutcome, NewCase, NewSource};
@@ -58,7 +58,7 @@ pub async fn commit_fixture_case(
     let case_id = CaseId::new();
     let mut sources = Vec::with_capacity(files);
     for i in 0..files {
-        let bytes = ironclad_documents::fixtures::pdf_with_pages(
+        let bytes = ironclad_inspect::fixtures::pdf_with_pages(
             1,
             &format!("{label} case {case_id} file {i}"),
         );

@@ -49,7 +49,8 @@ pub fn with_database(url: &str, db: &str) -> String {
     out
 }
 
-/// A freshly created and migrated database, dropped by [`TestDb::drop_database`].
+/// A freshly created and migrated database, with the status transition guard
+/// (`ironclad_store::transition_guard`), dropped by [`TestDb::drop_database`].
 pub struct TestDb {
     /// URL of the new database.
     pub url: String,
@@ -80,6 +81,8 @@ impl TestDb {
         let url = with_database(server_url, &name);
         let store = Store::connect(&url, 16, Duration::from_secs(10)).await?;
         store.migrate().await?;
+        // Every test database refuses a status transition outside ironclad-core's tables.
+        store.install_transition_guard().await?;
         Ok(Self {
             url,
             name,

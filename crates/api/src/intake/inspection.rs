@@ -4,7 +4,7 @@ use crate::error::ApiError;
 use crate::state::IntakeLimits;
 use crate::throttle::IntakeSlot;
 use axum::http::StatusCode;
-use ironclad_documents::{inspect, InspectError, InspectLimits, Inspection};
+use ironclad_inspect::{inspect, InspectError, InspectLimits, Inspection};
 use serde_json::json;
 use std::time::Duration;
 

@@ -15,10 +15,8 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use ironclad_core::role::Role;
 use ironclad_store::pilot::PilotSample;
+use ironclad_store::stuck::{StuckScope, STUCK_AFTER};
 use std::time::Duration;
-
-/// An open case idle this long is listed as stuck.
-const STUCK_AFTER: Duration = Duration::from_secs(10 * 60);
 
 /// The charts' window.
 const HISTORY: Duration = Duration::from_secs(6 * 3600);
@@ -275,10 +273,9 @@ async fn page(
     );
     let stuck = state
         .store
-        .stuck_cases(STUCK_AFTER, 500)
+        .stuck_cases(StuckScope::Tenant(tenant), STUCK_AFTER, 500)
         .await?
         .into_iter()
-        .filter(|s| s.case.tenant_id == tenant.0)
         .map(|s| StuckRow {
             id: s.case.id,
             reference: s

@@ -4,7 +4,7 @@
 
 use crate::helpers::{form, TestApp};
 use ironclad_core::role::Role;
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::StatusCode;
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use crate::helpers::{blob_key, form, Rows, TestApp};
 use ironclad_api::ApiConfig;
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use ironclad_testkit::wait_for;
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;

@@ -34,7 +34,7 @@ impl TestApp {
     /// Submits a one-file case and runs its jobs through the store as a worker would,
     /// finalizing with no rules (so the decision asks for review).
     pub(crate) async fn decided_case(&self) -> anyhow::Result<CaseId> {
-        let pdf = ironclad_documents::fixtures::pdf_with_pages(1, "Bill of Lading");
+        let pdf = ironclad_inspect::fixtures::pdf_with_pages(1, "Bill of Lading");
         let answer = self.submit(&[("bl.pdf", &pdf)]).await?;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
         let case: CaseId = answer.json()["case_id"]

@@ -183,7 +183,7 @@ async fn forms_and_api_calls_without_the_csrf_token_are_refused_and_change_nothi
     // The API, called with the session cookie: reads work, writes need the header.
     let list = app.page(&s.cookie, "/v1/cases").await?;
     assert_eq!(list.status, StatusCode::OK, "{}", list.text());
-    let pdf = ironclad_documents::fixtures::pdf_with_pages(1, "Invoice");
+    let pdf = ironclad_inspect::fixtures::pdf_with_pages(1, "Invoice");
     for token in [None, Some("0".repeat(64))] {
         let mut request = browser()?
             .post(app.url("/v1/cases"))
@@ -642,7 +642,7 @@ impl TestApp {
         use ironclad_core::{CaseId, Envelope, JobId, JobKind};
         let mut files = form(&[(
             "bl.pdf",
-            &ironclad_documents::fixtures::pdf_with_pages(1, "Bill of Lading"),
+            &ironclad_inspect::fixtures::pdf_with_pages(1, "Bill of Lading"),
         )]);
         files = files.text("external_reference", reference.to_owned());
         let answer = self.post_case(key, files, None).await?;

@@ -5,7 +5,7 @@
 
 use crate::helpers::{blob_key, Rows, TestApp};
 use ironclad_core::faults::FaultPoint;
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::StatusCode;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! 413. Each answer names the file, and none leaves a row behind (invariant 1).
 
 use crate::helpers::{Rows, TestApp};
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::StatusCode;
 
 #[tokio::test]

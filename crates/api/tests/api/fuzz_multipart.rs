@@ -5,8 +5,8 @@
 
 use crate::helpers::{Answer, TestApp};
 use ironclad_api::ApiConfig;
-use ironclad_documents::fixtures;
 use ironclad_fuzz::{apply, config_scaled, damaged, edit, Edit};
+use ironclad_inspect::fixtures;
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{TestCaseError, TestRunner};

@@ -3,7 +3,7 @@
 //! payload is 409; two identical submissions raced with `join!` make one case.
 
 use crate::helpers::{form, TestApp};
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::StatusCode;
 
 #[tokio::test]

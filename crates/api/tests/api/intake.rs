@@ -4,7 +4,7 @@
 //! written.
 
 use crate::helpers::{form, sha256_hex, Rows, TestApp};
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 

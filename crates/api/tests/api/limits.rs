@@ -3,7 +3,7 @@
 
 use crate::helpers::{Rows, TestApp};
 use ironclad_api::{ApiConfig, IntakeLimits};
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::StatusCode;
 
 fn config(limits: IntakeLimits) -> ApiConfig {

@@ -5,7 +5,7 @@
 use crate::helpers::TestApp;
 use futures::StreamExt;
 use ironclad_api::ApiConfig;
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use ironclad_queue::{Queue, StreamConfig};
 use ironclad_testkit::private::PrivateRedis;
 use ironclad_testkit::redis_prefix;

@@ -2,7 +2,7 @@
 //! parameter.
 
 use crate::helpers::TestApp;
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use reqwest::StatusCode;
 use std::collections::HashSet;
 

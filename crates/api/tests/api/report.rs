@@ -15,7 +15,7 @@ use ironclad_core::review::ReviewAction;
 use ironclad_core::role::Role;
 use ironclad_core::rules::{RulesetSpec, Schema};
 use ironclad_core::{CaseId, Envelope, JobId, JobKind};
-use ironclad_documents::fixtures;
+use ironclad_inspect::fixtures;
 use ironclad_store::decisions::{RulesApplied, RulesSource};
 use ironclad_store::jobs::{ClaimOutcome, ClaimedJob};
 use ironclad_store::replay::ActionKey;

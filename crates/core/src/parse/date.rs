@@ -14,7 +14,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::months::{month_number, ENGLISH};
 use super::{non_empty, DateOrder, ParseError, ParseHints, Parsed, ParserKind, Value};
+use crate::fold::fold_str;
 
 /// A valid date of the proleptic Gregorian calendar, years 1 to 9999.
 ///
@@ -135,43 +137,8 @@ const AMBIGUOUS_ORDER: f64 = 0.7;
 /// century is an assumption, not something the page says.
 const TWO_DIGIT_YEAR: f64 = 0.95;
 
-/// Month names and abbreviations (English, French, German), one row per month in calendar
-/// order, lower case with accents removed (see [`fold`]).
-const MONTHS: [&[&str]; 12] = [
-    &["january", "jan", "janvier", "janv", "januar"],
-    &[
-        "february", "feb", "febr", "fevrier", "fev", "fevr", "februar",
-    ],
-    &["march", "mar", "mars", "marz", "mrz"],
-    &["april", "apr", "avril", "avr"],
-    &["may", "mai"],
-    &["june", "jun", "juin", "juni"],
-    &["july", "jul", "juillet", "juil", "juli"],
-    &["august", "aug", "aout"],
-    &["september", "sep", "sept", "septembre"],
-    &["october", "oct", "octobre", "oktober", "okt"],
-    &["november", "nov", "novembre"],
-    &["december", "dec", "decembre", "dezember", "dez"],
-];
-
 /// Suffixes written after a day number: `14th`, `1st`, French `1er`.
 const ORDINAL_SUFFIXES: &[&str] = &["st", "nd", "rd", "th", "er"];
-
-/// English names, for error messages.
-const MONTH_NAMES: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
 
 /// Parses a date in ISO, numeric or month-name form (see the module docs).
 pub fn parse(raw: &str, hints: &ParseHints) -> Result<Parsed, ParseError> {
@@ -336,7 +303,7 @@ fn tokenize(text: &str) -> Result<Vec<Token<'_>>, String> {
             tokens.push(Token::Number(piece));
             continue;
         }
-        let folded = fold(piece);
+        let folded = fold_str(piece);
         let after_number = i > 0 && pieces[i - 1].1;
         if glued && after_number && ORDINAL_SUFFIXES.contains(&folded.as_str()) {
             continue;
@@ -347,29 +314,6 @@ fn tokenize(text: &str) -> Result<Vec<Token<'_>>, String> {
         });
     }
     Ok(tokens)
-}
-
-/// 1 for any spelling of January, …, 12 for December.
-fn month_number(folded: &str) -> Option<u32> {
-    let index = MONTHS.iter().position(|names| names.contains(&folded))?;
-    u32::try_from(index + 1).ok()
-}
-
-/// Lower case without the accents French and German month names carry, so `Février`,
-/// `fevrier` and `FÉVR` all look up the same entry.
-fn fold(word: &str) -> String {
-    word.chars()
-        .flat_map(char::to_lowercase)
-        .map(|c| match c {
-            'à' | 'á' | 'â' | 'ä' => 'a',
-            'é' | 'è' | 'ê' | 'ë' => 'e',
-            'î' | 'ï' => 'i',
-            'ô' | 'ö' => 'o',
-            'ù' | 'û' | 'ü' => 'u',
-            'ç' => 'c',
-            other => other,
-        })
-        .collect()
 }
 
 /// Builds a date from digit strings (see [`assemble`]).
@@ -400,7 +344,7 @@ fn assemble(year: &str, month: u32, day: &str) -> Result<(Date, f64), String> {
     if y == 0 {
         return Err("there is no year 0".into());
     }
-    let name = MONTH_NAMES[month as usize - 1];
+    let name = ENGLISH[month as usize - 1];
     Date::new(y, month, d)
         .map(|date| (date, certainty))
         .ok_or_else(|| format!("{name} {y} has days 1 to {last}, not {d}"))
@@ -576,20 +520,6 @@ mod tests {
     }
 
     #[test]
-    fn each_month_spelling_names_one_month() {
-        let all: Vec<&str> = MONTHS
-            .iter()
-            .flat_map(|names| names.iter().copied())
-            .collect();
-        for name in &all {
-            assert_eq!(all.iter().filter(|n| *n == name).count(), 1, "{name}");
-            assert_eq!(&fold(name), name, "{name} must be stored folded");
-        }
-        assert_eq!(month_number("dec"), Some(12));
-        assert_eq!(month_number(&fold("AOÛT")), Some(8));
-    }
-
-    #[test]
     fn leap_years_follow_the_gregorian_rule() {
         assert!(Date::is_leap_year(2024) && Date::is_leap_year(2000) && Date::is_leap_year(1600));
         assert!(
@@ -646,7 +576,7 @@ mod tests {
 
     /// The spellings of a month that MONTHS lists, in the cases documents use.
     fn spellings(month: u32) -> Vec<String> {
-        MONTHS[month as usize - 1]
+        super::super::months::MONTHS[month as usize - 1]
             .iter()
             .flat_map(|name| {
                 let mut title = name.to_string();

@@ -21,6 +21,7 @@ pub mod date;
 pub mod decimal;
 pub mod integer;
 pub mod money;
+pub mod months;
 mod numeral;
 pub mod text;
 pub mod weight;

@@ -14,122 +14,8 @@ use std::sync::OnceLock;
 use ironclad_core::parse::{self, Date, DateOrder, ParseHints, ParserKind, Value};
 use regex::Regex;
 
-use crate::normalize::fold_str;
-
-/// Month names and abbreviations, folded (lower case, no accents), per month: English,
-/// French, German, Dutch, Spanish, Italian, Portuguese and Polish (nominative and genitive).
-const MONTHS: [&[&str]; 12] = [
-    &[
-        "january", "jan", "janvier", "janv", "januar", "januari", "enero", "ene", "gennaio", "gen",
-        "janeiro", "styczen", "stycznia",
-    ],
-    &[
-        "february",
-        "feb",
-        "fevrier",
-        "fev",
-        "fevr",
-        "februar",
-        "februari",
-        "febrero",
-        "febbraio",
-        "fevereiro",
-        "luty",
-        "lutego",
-    ],
-    &[
-        "march", "mar", "mars", "marz", "mrz", "maart", "mrt", "marzo", "marco", "marzec", "marca",
-    ],
-    &[
-        "april", "apr", "avril", "avr", "abril", "abr", "aprile", "kwiecien", "kwietnia",
-    ],
-    &[
-        "may", "mai", "mei", "mayo", "maggio", "mag", "maio", "maj", "maja",
-    ],
-    &[
-        "june", "jun", "juin", "juni", "junio", "giugno", "giu", "junho", "czerwiec", "czerwca",
-    ],
-    &[
-        "july", "jul", "juillet", "juil", "juli", "julio", "luglio", "lug", "julho", "lipiec",
-        "lipca",
-    ],
-    &[
-        "august", "aug", "aout", "augustus", "agosto", "ago", "sierpien", "sierpnia",
-    ],
-    &[
-        "september",
-        "sep",
-        "sept",
-        "septembre",
-        "septiembre",
-        "setiembre",
-        "settembre",
-        "set",
-        "setembro",
-        "wrzesien",
-        "wrzesnia",
-    ],
-    &[
-        "october",
-        "oct",
-        "octobre",
-        "oktober",
-        "okt",
-        "octubre",
-        "ottobre",
-        "ott",
-        "outubro",
-        "out",
-        "pazdziernik",
-        "pazdziernika",
-    ],
-    &[
-        "november",
-        "nov",
-        "novembre",
-        "noviembre",
-        "novembro",
-        "listopad",
-        "listopada",
-    ],
-    &[
-        "december",
-        "dec",
-        "decembre",
-        "dezember",
-        "dez",
-        "diciembre",
-        "dic",
-        "dicembre",
-        "dezembro",
-        "grudzien",
-        "grudnia",
-    ],
-];
-
-const ENGLISH: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-/// The month a (folded) name or abbreviation stands for, 1-based.
-fn month_number(word: &str) -> Option<u32> {
-    let folded = fold_str(word.trim_end_matches('.'));
-    MONTHS
-        .iter()
-        .position(|names| names.contains(&folded.as_str()))
-        .map(|i| i as u32 + 1)
-}
+use ironclad_core::fold::fold_str;
+use ironclad_core::parse::months::{month_number, ENGLISH};
 
 /// Reads `raw` as invoice2data would: each format in turn, then freely.
 pub fn parse_date(raw: &str, formats: &[String], languages: &[String]) -> Option<Date> {
@@ -140,7 +26,7 @@ pub fn parse_date(raw: &str, formats: &[String], languages: &[String]) -> Option
 }
 
 /// Python's `datetime.strptime(raw, format)`, date part only; month names in any language
-/// listed in [`MONTHS`].
+/// listed in [`ironclad_core::parse::months::MONTHS`].
 pub fn strptime(raw: &str, format: &str) -> Option<Date> {
     if !format.contains("%d") || !(format.contains("%Y") || format.contains("%y")) {
         return None;

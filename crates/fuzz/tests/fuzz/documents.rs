@@ -2,9 +2,9 @@
 //! limits) and the guarded PDF loader the OCR reads through.
 
 use ironclad_core::media::MediaType;
-use ironclad_documents::inspect::load_pdf;
-use ironclad_documents::{fixtures, inspect, sniff, InspectError, InspectLimits, Inspection};
 use ironclad_fuzz::{config, config_scaled, damaged, soup, within};
+use ironclad_inspect::inspect::load_pdf;
+use ironclad_inspect::{fixtures, inspect, sniff, InspectError, InspectLimits, Inspection};
 use proptest::prelude::*;
 
 /// Pieces of PDF syntax inserted into damaged PDFs: the structures the guard and `lopdf`

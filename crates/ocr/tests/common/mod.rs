@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use image::{GrayImage, ImageFormat};
-use ironclad_documents::fixtures::{pdf_from_objects, pdf_stream};
+use ironclad_inspect::fixtures::{pdf_from_objects, pdf_stream};
 use std::io::Cursor;
 use std::process::Command;
 

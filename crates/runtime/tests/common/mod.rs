@@ -9,6 +9,7 @@ use ironclad_documents::processor::{
 };
 use ironclad_runtime::worker::Handled;
 use ironclad_runtime::{Dispatcher, Reconciler, Worker};
+use ironclad_store::stuck::StuckScope;
 use ironclad_testkit::harness::Pipeline;
 use ironclad_testkit::wait_for;
 use std::collections::HashMap;
@@ -264,7 +265,11 @@ pub async fn wait_all_decided(p: &Pipeline, n: i64, timeout: Duration) -> anyhow
     })
     .await;
     if result.is_err() {
-        for stuck in p.store().stuck_cases(Duration::ZERO, 20).await? {
+        for stuck in p
+            .store()
+            .stuck_cases(StuckScope::Operator, Duration::ZERO, 20)
+            .await?
+        {
             eprintln!(
                 "stuck: {} {}: {}",
                 stuck.case.id, stuck.case.status, stuck.reason

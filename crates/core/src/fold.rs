@@ -1,4 +1,5 @@
-//! Accent- and case-insensitive folding, with a way back to the original text.
+//! Accent- and case-insensitive folding, with a way back to the original text: the one folding
+//! of the project (labels and patterns, keywords, month names, identifiers compared).
 //!
 //! Documents spell one label many ways: `Valeur déclarée`, `VALEUR DECLAREE`, `Valeur
 //! declarée` when OCR drops one accent. Matching runs on a folded copy of the page (compatibility

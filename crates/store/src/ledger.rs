@@ -1,6 +1,7 @@
-//! The load generator's ledger: what a client submitted and what it was told, one JSON object
-//! per line. `ironclad verify --ledger FILE` holds the system to it: every submission the API
-//! accepted must exist and be decided (or in review), a refused one must have changed nothing.
+//! The ledger `ironclad verify --ledger FILE` reads: what a client submitted and what it was
+//! told, one JSON object per line (the bench's load generator and chaos run write it). Verify
+//! holds the system to it: every submission the API accepted must exist and be decided (or in
+//! review), a refused one must have changed nothing.
 
 use serde::{Deserialize, Serialize};
 
