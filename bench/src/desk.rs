@@ -193,6 +193,7 @@ pub async fn run(args: &DeskArgs) -> anyhow::Result<Value> {
             faults: ironclad_core::faults::Faults::none(),
             compiler: Arc::new(ironclad_reading::ExtractCompiler),
             previews: Arc::new(ironclad_reading::OcrPreviews),
+            regions: Arc::new(ironclad_reading::OcrRegions::new(ironclad_ocr::ReadOptions::default())),
         };
         let user = store
             .create_user(tenant, "bench@example.com", Role::Reviewer, "$argon2id$unused", "bench")

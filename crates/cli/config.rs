@@ -280,6 +280,10 @@ pub struct RoleSettings {
     /// A desk session unused this long ends.
     #[arg(long, env = "IRONCLAD_SESSION_IDLE", default_value = "2h", value_parser = parse_duration)]
     pub session_idle: Duration,
+    /// How long a reviewer's claim on a case's review lasts unless renewed (the desk renews it
+    /// while the case's page is open).
+    #[arg(long, env = "IRONCLAD_REVIEW_CLAIM", default_value = "15m", value_parser = parse_duration)]
+    pub review_claim: Duration,
     /// A desk session ends this long after sign-in, however used.
     #[arg(long, env = "IRONCLAD_SESSION_LIFETIME", default_value = "12h", value_parser = parse_duration)]
     pub session_lifetime: Duration,
@@ -378,6 +382,12 @@ impl RoleSettings {
             "claim idle ({:?}) must exceed the lease renew interval ({:?}), or live jobs' messages get reclaimed",
             self.claim_idle,
             self.lease / 3
+        );
+        // The desk renews a review's claim every minute while its page is open.
+        anyhow::ensure!(
+            self.review_claim >= std::time::Duration::from_secs(120),
+            "review claim ({:?}) must be at least 2 minutes: the desk renews it every minute",
+            self.review_claim
         );
         Ok(config)
     }

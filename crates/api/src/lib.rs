@@ -29,6 +29,7 @@
 //! logged, never returned (see [`ApiError`]).
 #![deny(missing_docs)]
 
+pub mod actions;
 pub mod auth;
 pub mod error;
 pub mod intake;

@@ -29,6 +29,8 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .merge(routes::cases::router(&config.limits))
         .merge(routes::decisions::router())
+        .merge(routes::corrections::router())
+        .merge(routes::claims::router())
         .merge(routes::rulesets::router())
         .merge(routes::report::router())
         .merge(routes::notifications::router())

@@ -5,6 +5,7 @@ use ironclad_core::faults::Faults;
 use ironclad_core::RetryPolicy;
 use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::preview::PagePreviewer;
+use ironclad_documents::regions::RegionReader;
 use ironclad_queue::Queue;
 use ironclad_store::users::SessionPolicy;
 use ironclad_store::Store;
@@ -141,6 +142,10 @@ pub struct ApiConfig {
     pub webhook_allow_private: bool,
     /// The operator's desk.
     pub desk: DeskConfig,
+    /// How long a reviewer's claim on a case's review lasts unless renewed. Default 15 min:
+    /// the desk renews it every minute while the case's page is open, so a claim outlives
+    /// its reviewer's page by at most this.
+    pub review_claim: Duration,
 }
 
 impl Default for ApiConfig {
@@ -158,6 +163,7 @@ impl Default for ApiConfig {
             default_workflow: None,
             webhook_allow_private: false,
             desk: DeskConfig::default(),
+            review_claim: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -180,6 +186,7 @@ impl std::fmt::Debug for ApiConfig {
             .field("default_workflow", &self.default_workflow)
             .field("webhook_allow_private", &self.webhook_allow_private)
             .field("desk", &self.desk)
+            .field("review_claim", &self.review_claim)
             .finish()
     }
 }
@@ -207,6 +214,9 @@ pub struct AppState {
     /// Renders the page images the desk shows: the binary hands it the reading
     /// implementation, so a page is shown as it was read.
     pub previews: Arc<dyn PagePreviewer>,
+    /// Reads a box a reviewer drew on a page (a correction): the binary hands it the second
+    /// look's crop reader.
+    pub regions: Arc<dyn RegionReader>,
 }
 
 impl std::fmt::Debug for AppState {

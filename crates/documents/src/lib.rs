@@ -26,6 +26,7 @@ pub mod fixtures;
 pub mod inspect;
 pub mod preview;
 pub mod processor;
+pub mod regions;
 pub mod registry;
 pub mod rules;
 pub mod sniff;

@@ -10,6 +10,8 @@
 
 pub mod audit;
 pub(crate) mod audit_trail;
+pub mod claims;
+pub mod corrections;
 pub mod decisions;
 pub mod error;
 pub mod intake;
@@ -18,6 +20,7 @@ pub mod metrics;
 pub mod notifications;
 pub(crate) mod notify;
 pub mod outbox;
+pub(crate) mod people;
 pub mod pilot;
 pub mod pool;
 pub mod read;

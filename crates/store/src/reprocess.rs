@@ -2,10 +2,12 @@
 //!
 //! One transaction under the case lock: the generation goes up, the old generation's
 //! unfinished jobs become CANCELLED (so their late results are refused by the lease-token
-//! guard of every completion), a pending review is cancelled, and new jobs with their outbox
-//! rows are written. Sources not asked for are carried over — their pages, segments and facts
-//! copied into the new generation — when the previous generation read them; any source it did
-//! not read is read again. It works from any status, FAILED included.
+//! guard of every completion), an open review is cancelled (with a correction waiting for a
+//! second reviewer, and the claim), and new jobs with their outbox rows are written. Sources
+//! not asked for are carried over — their pages, segments and current facts, corrections
+//! included, copied into the new generation — when the previous generation read them; any
+//! source it did not read is read again, and earlier corrections of it are not applied to the
+//! new reading (they stay in the case's history). It works from any status, FAILED included.
 
 use ironclad_core::audit::AuditEventType;
 use ironclad_core::outbox::job_message_key;
@@ -79,8 +81,15 @@ WITH cancelled AS (
 SELECT count(*) FROM cancelled
 "#;
 
-const CANCEL_PENDING_REVIEW: &str =
-    "UPDATE reviews SET status = 'CANCELLED' WHERE case_id = $1 AND status = 'PENDING'";
+/// What waited for a person on the old reading ends with it: a correction waiting for a
+/// second reviewer, and the claim on the review.
+const END_OLD_REVIEW_WORK: &str = r#"
+WITH dropped AS (
+    UPDATE corrections SET status = 'CANCELLED'
+    WHERE case_id = $1 AND status = 'AWAITING_SECOND'
+)
+DELETE FROM review_claims WHERE case_id = $1
+"#;
 
 /// The case's sources, and whether generation $2 read each one (its job SUCCEEDED).
 const SOURCES_READ: &str = r#"
@@ -95,7 +104,9 @@ SELECT s.id, EXISTS (
 FROM sources s WHERE s.case_id = $1 ORDER BY s.created_at, s.id
 "#;
 
-/// Copies pages, segments and facts of sources $3 from generation $2 - 1 into $2.
+/// Copies pages, segments and the current facts of sources $3 from generation $2 - 1 into $2.
+/// A corrected fact comes over as corrected (its version and correction kept): the reading it
+/// corrected is the one carried over. Sources read again get no earlier correction.
 const CARRY_OVER: &str = r#"
 WITH old_pages AS (
     INSERT INTO pages (id, case_id, source_id, generation, page_index, method, confidence,
@@ -114,10 +125,11 @@ WITH old_pages AS (
     FROM old_segments
 )
 INSERT INTO facts (id, segment_id, case_id, field, value, raw_text, page, bbox, confidence,
-                   conflict, missing, candidates)
+                   conflict, missing, candidates, version, correction_id)
 SELECT gen_random_uuid(), o.new_id, f.case_id, f.field, f.value, f.raw_text, f.page, f.bbox,
-       f.confidence, f.conflict, f.missing, f.candidates
+       f.confidence, f.conflict, f.missing, f.candidates, f.version, f.correction_id
 FROM facts f JOIN old_segments o ON o.id = f.segment_id
+WHERE f.superseded_at IS NULL
 "#;
 
 const JOBS_INSERT: &str = r#"
@@ -193,7 +205,8 @@ impl Store {
             .bind(generation)
             .fetch_one(&mut *tx)
             .await?;
-        sqlx::query(CANCEL_PENDING_REVIEW)
+        crate::decisions::cancel_open_review(&mut tx, req.case).await?;
+        sqlx::query(END_OLD_REVIEW_WORK)
             .bind(req.case)
             .execute(&mut *tx)
             .await?;

@@ -63,7 +63,12 @@ function shortcuts() {
     if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement) return;
     if (e.key === "j") { focus(at + 1); e.preventDefault(); }
     else if (e.key === "k") { focus(at - 1); e.preventDefault(); }
-    else if (e.key === "n") { window.location.href = "/queue/next"; e.preventDefault(); }
+    else if (e.key === "n") {
+      // From a case, the next one after it (never the same one again).
+      const here = document.querySelector(".case-head")?.dataset.case;
+      window.location.href = here ? `/queue/next?from=${encodeURIComponent(here)}` : "/queue/next";
+      e.preventDefault();
+    }
     else if (e.key === "a") {
       const approve = document.querySelector('#review-form input[value="APPROVE"]');
       if (approve) { approve.checked = true; document.getElementById("review-submit")?.focus(); e.preventDefault(); }

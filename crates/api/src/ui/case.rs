@@ -1,12 +1,16 @@
 //! The case page: the decision with every rule result, the values a rule compared side by
 //! side, every page with evidence boxes, the review and reprocess forms, and the timeline.
 
+use crate::actions::reviews::resolve as resolve_review;
+use crate::actions::{action_error, action_key, check_text, form_key};
 use crate::error::ApiError;
-use crate::routes::decisions::{action_error, check_text, resolve_review, MAX_COMMENT_CHARS};
 use crate::state::AppState;
 use crate::ui::cases::when;
+use crate::ui::claims::ReviewDesk;
+use crate::ui::corrections::CorrectionPanel;
 use crate::ui::page::{render, Chrome, DeskError, DeskForm, DeskQuery};
 use crate::ui::session::DeskUser;
+use crate::ui::values::{shown, shown_typed};
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -17,12 +21,10 @@ use ironclad_core::role::Role;
 use ironclad_core::rules::ComparedValue;
 use ironclad_core::{CaseId, CaseStatus};
 use ironclad_store::read::{AuditView, CaseDetail};
-use ironclad_store::replay::{ActionError, ActionKey};
-use ironclad_store::reprocess::ReprocessRequest;
+use ironclad_store::replay::ActionError;
 use ironclad_store::reviews::ReviewRequest;
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -62,6 +64,9 @@ impl Overlay {
 
 pub(crate) struct PageItem {
     pub anchor: String,
+    /// The file and page (0-based), for a box drawn on it.
+    pub source: Uuid,
+    pub index: u32,
     pub caption: String,
     pub src: String,
     pub boxes: Vec<Overlay>,
@@ -98,7 +103,11 @@ pub(crate) struct DecisionItem {
 }
 
 pub(crate) struct FactItem {
+    /// The document it belongs to (a correction names it).
+    pub segment: String,
     pub field: String,
+    /// "corrected by Rita: reason (was …)" for a corrected value.
+    pub corrected: Option<String>,
     pub value: Option<String>,
     pub flag: &'static str,
     pub page_href: Option<String>,
@@ -108,6 +117,11 @@ pub(crate) struct FactItem {
 
 pub(crate) struct DocumentItem {
     pub title: String,
+    /// Its document type, its file and pages (0-based), for a correction's box.
+    pub kind: String,
+    pub source: Uuid,
+    pub first_page: i32,
+    pub last_page: i32,
     pub facts: Vec<FactItem>,
 }
 
@@ -153,6 +167,10 @@ pub(crate) struct CasePage {
     pub documents: Vec<DocumentItem>,
     pub timeline: Vec<TimelineItem>,
     pub pages: Vec<PageItem>,
+    /// Who reviews the case, what waits for a second reviewer.
+    pub desk: ReviewDesk,
+    /// The correction form.
+    pub correction: CorrectionPanel,
 }
 
 /// An id safe in an HTML id and a CSS selector.
@@ -170,39 +188,6 @@ fn anchor(text: &str) -> String {
 
 fn page_anchor(source: Uuid, page: u32) -> String {
     format!("p-{}-{}", source.simple(), page + 1)
-}
-
-/// A value as one line of text. Typed values (`{"kind": …, "value": …}`) show their value:
-/// money as `12.50 EUR`, a weight in kg, a container by its code; strings bare.
-fn shown(value: &Value) -> String {
-    let inner = match (value.get("kind"), value.get("value")) {
-        (Some(_), Some(inner)) => inner,
-        _ => value,
-    };
-    let field = |k: &str| inner.get(k).map(plain);
-    match (field("amount"), field("kg"), field("code")) {
-        (Some(amount), _, _) => match field("currency") {
-            Some(currency) if currency != "null" => format!("{amount} {currency}"),
-            _ => amount,
-        },
-        (_, Some(kg), _) => format!("{kg} kg"),
-        (_, _, Some(code)) => code,
-        _ => plain(inner),
-    }
-}
-
-fn plain(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A typed value read by a rule, shown as [`shown`] shows a stored one.
-fn shown_typed(value: &ironclad_core::parse::Value) -> String {
-    serde_json::to_value(value)
-        .map(|v| shown(&v))
-        .unwrap_or_default()
 }
 
 fn parse_bbox(value: &Value) -> Option<BBox> {
@@ -244,6 +229,8 @@ pub(crate) fn build(
             page_slot.insert((source.id, index), pages.len());
             pages.push(PageItem {
                 anchor: page_anchor(source.id, index),
+                source: source.id,
+                index,
                 caption: format!(
                     "{} — page {} of {}",
                     source.filename,
@@ -289,7 +276,16 @@ pub(crate) fn build(
                 }
             }
             facts.push(FactItem {
+                segment: segment.id.to_string(),
                 field: fact.field.clone(),
+                corrected: fact.correction.as_ref().map(|c| {
+                    let was = c
+                        .previous_value
+                        .as_ref()
+                        .map(|v| format!(" (was {})", shown(v)))
+                        .unwrap_or_default();
+                    format!("corrected by {}: {}{was}", c.by, c.reason)
+                }),
                 value: fact.value.as_ref().map(shown),
                 flag: if fact.missing {
                     "missing"
@@ -303,7 +299,17 @@ pub(crate) fn build(
                 anchor: fact_anchor,
             });
         }
-        documents.push(DocumentItem { title, facts });
+        documents.push(DocumentItem {
+            title,
+            kind: segment
+                .doc_type
+                .clone()
+                .unwrap_or_else(|| "Unknown document".to_owned()),
+            source: segment.source_id,
+            first_page: segment.first_page,
+            last_page: segment.last_page,
+            facts,
+        });
     }
     let decision = detail.decision.as_ref().map(|d| {
         let results = d
@@ -410,6 +416,8 @@ pub(crate) fn build(
         documents,
         timeline,
         pages,
+        desk: ReviewDesk::of(Default::default(), user),
+        correction: CorrectionPanel::new(),
     }
 }
 
@@ -444,7 +452,11 @@ fn timeline_item(e: &AuditView, actors: &HashMap<Uuid, String>) -> TimelineItem 
 }
 
 /// Loads the page of case `id` for `user`: 404 for an unknown or another tenant's case.
-async fn load(state: &AppState, user: &DeskUser, id: &str) -> Result<CasePage, DeskError> {
+pub(crate) async fn load(
+    state: &AppState,
+    user: &DeskUser,
+    id: &str,
+) -> Result<CasePage, DeskError> {
     let case: CaseId = id.parse().map_err(|_| ApiError::not_found())?;
     let tenant = user.0.principal.tenant_id;
     let detail = state
@@ -463,12 +475,21 @@ async fn load(state: &AppState, user: &DeskUser, id: &str) -> Result<CasePage, D
         .await?
         .into_iter()
         .collect();
-    Ok(build(detail, user, &actors))
+    let mut page = build(detail, user, &actors);
+    let review = state.store.review_state(tenant.0, case.0).await?;
+    page.desk = ReviewDesk::of(review, user);
+    if !page.desk.may_act {
+        // Someone else holds the review, or an action waits for a second reviewer.
+        page.review = None;
+    }
+    Ok(page)
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ShowParams {
     done: Option<String>,
+    /// `<segment>:<field>`: open the correction form for that field.
+    correct: Option<String>,
 }
 
 /// `GET /cases/{id}` (`?done=review|reprocess` after an action, to say it was done).
@@ -482,8 +503,12 @@ pub(crate) async fn show(
     page.notice = match params.done.as_deref() {
         Some("review") => Some("Your review was recorded.".to_owned()),
         Some("reprocess") => Some("Every document of the case is being read again.".to_owned()),
-        _ => None,
+        Some(done) => crate::ui::claims::notice(done, page.decision.as_ref().map(|d| d.version)),
+        None => None,
     };
+    if let Some((segment, field)) = params.correct.as_deref().and_then(|c| c.split_once(':')) {
+        page.correction.open_for(&page.documents, segment, field);
+    }
     Ok(render(StatusCode::OK, &page))
 }
 
@@ -499,34 +524,9 @@ pub(crate) struct ReviewForm {
     idempotency_key: String,
 }
 
-/// The replay key of a desk form: the form's own random key, so a double submit (or a
-/// resubmitted page) is applied once.
-fn form_key(
-    user: &DeskUser,
-    action: &'static str,
-    key: &str,
-    case: Uuid,
-    body: &str,
-) -> Result<ActionKey, DeskError> {
-    let key = key.trim();
-    if key.is_empty() || key.len() > 200 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ApiError::bad_request(
-            "missing_idempotency_key",
-            "this form is missing its key; reload the page",
-        )
-        .into());
-    }
-    Ok(ActionKey {
-        tenant: user.0.principal.tenant_id.0,
-        action,
-        key: key.to_owned(),
-        fingerprint: hex::encode(Sha256::digest(format!("{case}:{body}").as_bytes())),
-    })
-}
-
 /// Re-renders the case page with what went wrong with the action, instead of an error page:
 /// the reviewer sees the conflict next to the current decision.
-async fn answer_with(
+pub(crate) async fn answer_with(
     state: &AppState,
     user: &DeskUser,
     id: &str,
@@ -554,6 +554,20 @@ async fn answer_with(
                 newer: None,
             },
         ),
+        claimed @ ActionError::Claimed { .. } => (
+            StatusCode::CONFLICT,
+            Conflict {
+                message: claimed.to_string(),
+                newer: None,
+            },
+        ),
+        ActionError::Forbidden(message) => (
+            StatusCode::FORBIDDEN,
+            Conflict {
+                message,
+                newer: None,
+            },
+        ),
         other => return Err(action_error(other).into()),
     };
     let mut page = load(state, user, id).await?;
@@ -576,18 +590,33 @@ pub(crate) async fn review(
     })?;
     let comment = form.comment.trim();
     check_text("comment", Some(comment))?;
-    let body = format!("{action}:{}:{comment}", form.expected_decision_version);
-    let key = form_key(&user, "review", &form.idempotency_key, case.0, &body)?;
+    let comment = (!comment.is_empty()).then(|| comment.to_owned());
+    let key = action_key(
+        &user.0.principal,
+        "review",
+        &form_key(&form.idempotency_key)?,
+        case.0,
+        &serde_json::json!({"action": action, "comment": comment,
+                            "expected_decision_version": form.expected_decision_version}),
+    );
     let req = ReviewRequest {
         case: case.0,
         action,
         expected_decision_version: form.expected_decision_version,
-        comment: (!comment.is_empty()).then(|| comment.to_owned()),
+        comment,
         actor: user.0.principal.actor(),
         actor_role: user.0.principal.role.as_str().to_owned(),
     };
     match resolve_review(&state, &key, &req).await {
-        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=review", case.0)).into_response()),
+        Ok(answer) => {
+            // Held for a second reviewer (four eyes) says so.
+            let done = if answer.status == 202 {
+                "review-proposed"
+            } else {
+                "review"
+            };
+            Ok(Redirect::to(&format!("/cases/{}?done={done}", case.0)).into_response())
+        }
         Err(e) => answer_with(&state, &user, &id, e).await,
     }
 }
@@ -611,28 +640,17 @@ pub(crate) async fn reprocess(
     user.check_csrf(&form.csrf)?;
     user.require(&[Role::Operator, Role::Admin], "reprocess cases")?;
     let case: CaseId = id.parse().map_err(|_| ApiError::not_found())?;
-    let reason = form.reason.trim();
-    check_text("reason", Some(reason))?;
-    if reason.is_empty() {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            format!("say why the case is read again (1 to {MAX_COMMENT_CHARS} characters)"),
-        )
-        .into());
-    }
-    let key = form_key(&user, "reprocess", &form.idempotency_key, case.0, reason)?;
-    let req = ReprocessRequest {
-        case: case.0,
-        source_ids: None,
-        reason: reason.to_owned(),
-        actor: user.0.principal.actor(),
-        max_attempts: state.config.max_attempts,
-    };
-    match state
-        .store
-        .reprocess_case(&key, &req, |r| serde_json::json!(r))
-        .await
-    {
+    let key = form_key(&form.idempotency_key)?;
+    let reprocessed = crate::actions::reprocess::reprocess(
+        &state,
+        &user.0.principal,
+        &key,
+        case.0,
+        None,
+        &form.reason,
+    )
+    .await?;
+    match reprocessed {
         Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=reprocess", case.0)).into_response()),
         Err(e) => answer_with(&state, &user, &id, e).await,
     }

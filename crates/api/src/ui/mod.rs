@@ -7,12 +7,15 @@ mod admin;
 mod case;
 mod cases;
 mod chart;
+mod claims;
+mod corrections;
 mod operations;
 pub(crate) mod page;
 mod previews;
 mod queue;
 mod rulesets;
 pub(crate) mod session;
+pub(crate) mod values;
 mod webhooks;
 
 use crate::state::AppState;
@@ -35,6 +38,9 @@ pub fn router() -> Router<AppState> {
         .route("/cases/{id}", get(case::show))
         .route("/cases/{id}/review", post(case::review))
         .route("/cases/{id}/reprocess", post(case::reprocess))
+        .route("/cases/{id}/corrections", post(corrections::save))
+        .route("/cases/{id}/claim", post(claims::claim))
+        .route("/cases/{id}/second", post(claims::second))
         .route(
             "/cases/{id}/sources/{source}/pages/{page}",
             get(previews::page_image),
@@ -64,6 +70,8 @@ pub fn router() -> Router<AppState> {
         )
         .route("/assets/desk.css", get(stylesheet))
         .route("/assets/desk.js", get(script))
+        .route("/assets/review.css", get(review_stylesheet))
+        .route("/assets/review.js", get(review_script))
 }
 
 const STYLESHEET: &str = include_str!("../../assets/ui/desk.css");
@@ -75,6 +83,19 @@ async fn stylesheet() -> Response {
 
 async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// The review desk's own pieces (claims, four eyes, corrections): kept apart from the desk's
+/// general stylesheet and script.
+const REVIEW_STYLESHEET: &str = include_str!("../../assets/ui/review.css");
+const REVIEW_SCRIPT: &str = include_str!("../../assets/ui/review.js");
+
+async fn review_stylesheet() -> Response {
+    asset("text/css; charset=utf-8", REVIEW_STYLESHEET)
+}
+
+async fn review_script() -> Response {
+    asset("text/javascript; charset=utf-8", REVIEW_SCRIPT)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -2,8 +2,8 @@
 //! validation against the workflow and its changes against the version it would replace, and
 //! activation with a comment. The checks are the API's own (`routes::rulesets`).
 
+use crate::actions::rulesets::{activate_checked, check_ruleset, diff_base, find_ruleset};
 use crate::error::ApiError;
-use crate::routes::rulesets::{activate_checked, check_ruleset, diff_base, find_ruleset};
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;

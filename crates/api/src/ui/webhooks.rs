@@ -2,8 +2,8 @@
 //! and each one's delivery log with a requeue for DEAD deliveries. The checks are the API's
 //! own (`routes::webhooks`).
 
+use crate::actions::webhooks::{checked_endpoint, requeue_delivery};
 use crate::error::ApiError;
-use crate::routes::webhooks::{checked_endpoint, requeue_delivery};
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;
