@@ -24,11 +24,16 @@
 //!   reprocess, reevaluate, and rulesets (admin only, validated before activation, diffed).
 //! - `openapi`: `/openapi.json` documents exactly the routes the router serves, with the key,
 //!   the error body and the multipart intake.
+//! - `reading`: cases read for real (the built-in reader, the trade workflow, a worker and
+//!   a dispatcher stepped by hand), for the tests of what reviewers do with them.
+//! - `corrections`: a value corrected (typed, or read from a box on a scanned page by OCR), a
+//!   new fact version and decision N+1 under the same rules, refusals, replays, the race.
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
 mod auth;
 mod cleanup;
+mod corrections;
 mod decisions;
 mod desk;
 mod faults;
@@ -41,6 +46,7 @@ mod limits;
 mod load;
 mod openapi;
 mod ops;
+mod reading;
 mod reads;
 mod report;
 mod revocation;
