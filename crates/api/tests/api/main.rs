@@ -28,16 +28,22 @@
 //!   a dispatcher stepped by hand), for the tests of what reviewers do with them.
 //! - `corrections`: a value corrected (typed, or read from a box on a scanned page by OCR), a
 //!   new fact version and decision N+1 under the same rules, refusals, replays, the race.
+//! - `four_eyes`: an override or a correction held for a second reviewer, confirmed or
+//!   declined by another, never by its proposer; both people in the audit.
+//! - `claims`: claim, renew, take over with a reason, an admin's release, expiry; the queue's
+//!   filters (mine, unclaimed, awaiting a second reviewer, overdue) and the overdue gauge.
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
 mod auth;
+mod claims;
 mod cleanup;
 mod corrections;
 mod decisions;
 mod desk;
 mod faults;
 mod file_types;
+mod four_eyes;
 mod fuzz_multipart;
 mod helpers;
 mod idempotency;
