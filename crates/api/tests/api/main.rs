@@ -32,6 +32,8 @@
 //!   declined by another, never by its proposer; both people in the audit.
 //! - `claims`: claim, renew, take over with a reason, an admin's release, expiry; the queue's
 //!   filters (mine, unclaimed, awaiting a second reviewer, overdue) and the overdue gauge.
+//! - `desk_review`: the desk's review work as a signed-in person does it (claim, the
+//!   correction form, another reviewer's view, the queue's tabs, `n`).
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
@@ -41,6 +43,7 @@ mod cleanup;
 mod corrections;
 mod decisions;
 mod desk;
+mod desk_review;
 mod faults;
 mod file_types;
 mod four_eyes;

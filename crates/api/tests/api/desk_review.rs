@@ -1,0 +1,325 @@
+//! The desk's review work over HTTP, as a signed-in person does it: claiming a case, the
+//! correction form (refused with the parser's message and what was typed kept; saved, then
+//! the new decision shown with "corrected by" and the person's name), what another reviewer
+//! sees meanwhile, the queue's tabs with an overdue review, and `n` never reopening the same
+//! case.
+
+use crate::helpers::{Answer, TestApp};
+use crate::reading::{dossier, fact, trade_with_policy};
+use ironclad_api::password::hash_password;
+use ironclad_core::role::Role;
+use reqwest::StatusCode;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A signed-in browser: its session cookie and the CSRF token its pages carry.
+struct Person {
+    cookie: String,
+    csrf: String,
+}
+
+fn browser() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?)
+}
+
+impl TestApp {
+    async fn person(&self, email: &str, role: Role) -> anyhow::Result<Person> {
+        let hash = hash_password(PASSWORD)?;
+        self.db
+            .store
+            .create_user(self.tenant, email, role, &hash, "test")
+            .await?;
+        let answer = Answer::read(
+            browser()?
+                .post(self.url("/login"))
+                .header("origin", &self.base)
+                .form(&[("email", email), ("password", PASSWORD), ("next", "/")])
+                .send()
+                .await?,
+        )
+        .await?;
+        anyhow::ensure!(answer.status == StatusCode::SEE_OTHER, "{}", answer.text());
+        let cookie = answer
+            .header("set-cookie")
+            .and_then(|c| c.split(';').next().map(str::to_owned))
+            .unwrap_or_default();
+        let page = self.visit(&cookie, "/queue").await?;
+        let csrf = page
+            .text()
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default()
+            .to_owned();
+        anyhow::ensure!(!csrf.is_empty(), "no CSRF token on the page");
+        Ok(Person { cookie, csrf })
+    }
+
+    async fn visit(&self, cookie: &str, path: &str) -> anyhow::Result<Answer> {
+        Answer::read(
+            browser()?
+                .get(self.url(path))
+                .header("cookie", cookie)
+                .send()
+                .await?,
+        )
+        .await
+    }
+
+    async fn submit_form(
+        &self,
+        who: &Person,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> anyhow::Result<Answer> {
+        let mut fields = fields.to_vec();
+        fields.push(("csrf", &who.csrf));
+        Answer::read(
+            browser()?
+                .post(self.url(path))
+                .header("cookie", &who.cookie)
+                .header("origin", &self.base)
+                .form(&fields)
+                .send()
+                .await?,
+        )
+        .await
+    }
+}
+
+/// The value of `name="<field>" value="…"` in a form of `html`.
+fn form_value(html: &str, field: &str) -> String {
+    html.split(&format!("name=\"{field}\" value=\""))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_claims_a_case_corrects_a_value_and_sees_the_new_decision() -> anyhow::Result<()>
+{
+    let app = TestApp::spawn().await?;
+    let case = app
+        .read_case(&trade_with_policy(&[]), &dossier("blocked-container")?)
+        .await?;
+    let rita = app.person("rita@example.com", Role::Reviewer).await?;
+    let sam = app.person("sam@example.com", Role::Reviewer).await?;
+    let detail = app.case_json(case).await?;
+    let (invoice, _) = fact(&detail, "commercial_invoice", "container_number");
+    let segment = invoice["id"].as_str().unwrap_or_default().to_owned();
+    let page = format!("/cases/{case}");
+
+    // Unclaimed: Rita sees Correct links and claims the review.
+    let html = app.visit(&rita.cookie, &page).await?.text();
+    assert!(html.contains("Nobody is reviewing this case."), "{html}");
+    assert!(html.contains(&format!("?correct={segment}:container_number")));
+    assert!(html.contains("id=\"correction\" aria-labelledby=\"correction-h\" hidden"));
+    let claimed = app
+        .submit_form(&rita, &format!("{page}/claim"), &[("what", "claim")])
+        .await?;
+    assert_eq!(claimed.status, StatusCode::SEE_OTHER, "{}", claimed.text());
+    let html = app
+        .visit(&rita.cookie, &format!("{page}?done=claimed"))
+        .await?
+        .text();
+    assert!(html.contains("You are reviewing this case until"), "{html}");
+    assert!(html.contains("data-renew=\"true\""));
+
+    // Sam reads it but may not act: no review form, no Correct link, the take-over form.
+    let html = app.visit(&sam.cookie, &page).await?.text();
+    assert!(
+        html.contains("rita@example.com is reviewing this case"),
+        "{html}"
+    );
+    assert!(!html.contains("id=\"review-form\"") && !html.contains("class=\"correct\""));
+    assert!(html.contains("id=\"takeover-form\""));
+
+    // The Correct link opens the form for the field, without script.
+    let html = app
+        .visit(
+            &rita.cookie,
+            &format!("{page}?correct={segment}:container_number"),
+        )
+        .await?
+        .text();
+    assert!(!html.contains("id=\"correction\" aria-labelledby=\"correction-h\" hidden"));
+    assert!(html.contains("commercial_invoice — container_number"));
+    let key = form_value(
+        html.split("id=\"correction-form\"")
+            .nth(1)
+            .unwrap_or_default(),
+        "idempotency_key",
+    );
+    let correction = |value: &'static str, reason: &'static str| {
+        [
+            ("segment", segment.clone()),
+            ("field", "container_number".to_owned()),
+            ("value", value.to_owned()),
+            ("reason", reason.to_owned()),
+            ("expected_decision_version", "1".to_owned()),
+            ("idempotency_key", key.clone()),
+        ]
+    };
+    // A value the parser refuses: the form again, the parser's message beside it, the typed
+    // value and reason kept.
+    let fields = correction("HLXU80721", "typo on the invoice");
+    let refs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let refused = app
+        .submit_form(&rita, &format!("{page}/corrections"), &refs)
+        .await?;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.text()
+    );
+    let html = refused.text();
+    assert!(html.contains("id=\"correction-problem\""), "{html}");
+    assert!(html.contains("not a valid container_number"), "{html}");
+    assert!(
+        html.contains("value=\"HLXU80721\"") && html.contains(">typo on the invoice</textarea>")
+    );
+    assert_eq!(app.count("SELECT count(*) FROM decisions").await?, 1);
+
+    // Saved: the case is decided again and the page says by whom and why.
+    let fields = correction("HLXU8072159", "typo on the invoice");
+    let refs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let saved = app
+        .submit_form(&rita, &format!("{page}/corrections"), &refs)
+        .await?;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text());
+    let location = saved.header("location").unwrap_or_default();
+    assert_eq!(location, format!("{page}?done=correction"));
+    let html = app.visit(&rita.cookie, &location).await?.text();
+    assert!(
+        html.contains("Your correction was saved. The case was decided again: decision v2 below."),
+        "{html}"
+    );
+    assert!(html.contains("Decision <span class=\"muted\">v2</span>"));
+    assert!(html.contains("container_number corrected by rita@example.com: typo on the invoice"));
+    assert!(html.contains("corrected by rita@example.com: typo on the invoice (was HLXU8072164)"));
+    // Submitted twice (a double click, the back button): applied once.
+    let again = app
+        .submit_form(&rita, &format!("{page}/corrections"), &refs)
+        .await?;
+    assert_eq!(again.status, StatusCode::SEE_OTHER);
+    assert_eq!(app.count("SELECT count(*) FROM decisions").await?, 2);
+    app.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_tabs_show_claims_second_reviews_and_overdue_cases_and_n_moves_on(
+) -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let workflow = trade_with_policy(&["four_eyes: [OVERRIDE]", "review_sla: 2h"]);
+    let first = app
+        .read_case(&workflow, &dossier("blocked-container")?)
+        .await?;
+    let second = app
+        .read_case(&workflow, &dossier("blocked-invoice-reference")?)
+        .await?;
+    let rita = app.person("rita@example.com", Role::Reviewer).await?;
+    let sam = app.person("sam@example.com", Role::Reviewer).await?;
+    let claimed = app
+        .submit_form(
+            &rita,
+            &format!("/cases/{first}/claim"),
+            &[("what", "claim")],
+        )
+        .await?;
+    assert_eq!(claimed.status, StatusCode::SEE_OTHER);
+    sqlx::query("UPDATE reviews SET due_at = now() - interval '5 minutes' WHERE case_id = $1")
+        .bind(second.0)
+        .execute(app.db.store.pool())
+        .await?;
+
+    let queue = app.visit(&sam.cookie, "/queue").await?.text();
+    assert!(queue.contains("rita@example.com is reviewing"), "{queue}");
+    assert!(queue.contains("class=\"overdue\"") && queue.contains("badge overdue"));
+    let mine = app.visit(&rita.cookie, "/queue?show=mine").await?.text();
+    assert!(mine.contains(&first.to_string()) && !mine.contains(&second.to_string()));
+    assert!(mine.contains("You are reviewing"));
+    let unclaimed = app
+        .visit(&rita.cookie, "/queue?show=unclaimed")
+        .await?
+        .text();
+    assert!(unclaimed.contains(&second.to_string()) && !unclaimed.contains(&first.to_string()));
+    let overdue = app.visit(&rita.cookie, "/queue?show=overdue").await?.text();
+    assert!(overdue.contains(&second.to_string()) && !overdue.contains(&first.to_string()));
+
+    // `n` from a case goes on to another case, never the same one; Sam skips Rita's.
+    let next = app
+        .visit(&rita.cookie, &format!("/queue/next?from={first}"))
+        .await?;
+    assert_eq!(next.header("location"), Some(format!("/cases/{second}")));
+    let next = app
+        .visit(&rita.cookie, &format!("/queue/next?from={second}"))
+        .await?;
+    assert_eq!(next.header("location"), Some(format!("/cases/{first}")));
+    let next = app.visit(&sam.cookie, "/queue/next").await?;
+    assert_eq!(next.header("location"), Some(format!("/cases/{second}")));
+    let next = app
+        .visit(&sam.cookie, &format!("/queue/next?from={second}"))
+        .await?;
+    assert_eq!(
+        next.header("location").as_deref(),
+        Some("/queue?done=empty")
+    );
+
+    // Sam overrides the overdue case: it waits for a second reviewer, which Rita's queue
+    // shows; Sam's own page says someone else must confirm.
+    let html = app
+        .visit(&sam.cookie, &format!("/cases/{second}"))
+        .await?
+        .text();
+    let key = form_value(
+        html.split("id=\"review-form\"").nth(1).unwrap_or_default(),
+        "idempotency_key",
+    );
+    let proposed = app
+        .submit_form(
+            &sam,
+            &format!("/cases/{second}/review"),
+            &[
+                ("action", "OVERRIDE"),
+                ("expected_decision_version", "1"),
+                ("comment", "the invoice was reissued"),
+                ("idempotency_key", &key),
+            ],
+        )
+        .await?;
+    assert_eq!(
+        proposed.status,
+        StatusCode::SEE_OTHER,
+        "{}",
+        proposed.text()
+    );
+    let html = app
+        .visit(
+            &sam.cookie,
+            &format!("/cases/{second}?done=review-proposed"),
+        )
+        .await?
+        .text();
+    assert!(
+        html.contains("Your resolution waits for a second reviewer"),
+        "{html}"
+    );
+    assert!(html.contains("id=\"second-own\""));
+    let waiting = app.visit(&rita.cookie, "/queue?show=second").await?.text();
+    assert!(
+        waiting.contains("OVERRIDE by sam@example.com waits for a second reviewer"),
+        "{waiting}"
+    );
+    let html = app
+        .visit(&rita.cookie, &format!("/cases/{second}"))
+        .await?
+        .text();
+    assert!(html.contains("id=\"second-form\""));
+    app.stop().await;
+    Ok(())
+}
