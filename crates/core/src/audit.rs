@@ -39,5 +39,7 @@ spelled_enum! {
         UserCreated = "USER_CREATED",
         /// A desk user was disabled (their sessions end at once).
         UserDisabled = "USER_DISABLED",
+        /// A desk user changed their password (their other sessions ended).
+        UserPasswordChanged = "USER_PASSWORD_CHANGED",
     }
 }

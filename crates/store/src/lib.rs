@@ -10,7 +10,9 @@
 
 pub mod audit;
 pub(crate) mod audit_trail;
+pub mod case_glance;
 pub mod decisions;
+pub mod desk_forms;
 pub mod error;
 pub mod intake;
 pub mod jobs;

@@ -113,6 +113,10 @@ pub enum ActionError {
     /// The request is well-formed but not allowed (e.g. APPROVE on a BLOCKED decision).
     #[error("{0}")]
     Refused(String),
+    /// The caller's role may not do this to the case in its current state (e.g. an operator
+    /// reprocessing a RESOLVED case).
+    #[error("{0}")]
+    Forbidden(String),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] crate::StoreError),

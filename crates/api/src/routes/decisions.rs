@@ -205,7 +205,9 @@ struct ReprocessBody {
     reason: String,
 }
 
-/// `POST /v1/cases/{id}/reprocess` (operator or admin): a new generation.
+/// `POST /v1/cases/{id}/reprocess`: a new generation. Operators and admins read cases again;
+/// a RESOLVED case carries a person's resolution, so only a reviewer or an admin may reopen
+/// it (an operator gets 403), and its earlier resolution stays in its history.
 #[utoipa::path(
     post,
     path = "/v1/cases/{id}/reprocess",
@@ -218,7 +220,7 @@ struct ReprocessBody {
     responses(
         (status = 202, description = "A new generation is being read", body = ironclad_store::reprocess::Reprocessed),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this (`forbidden`), e.g. an operator reprocessing a RESOLVED case", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
@@ -232,7 +234,11 @@ async fn reprocess_case(
     id: Result<Path<String>, PathRejection>,
     body: Result<Json<ReprocessBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    caller.require(&[Role::Operator, Role::Admin], "reprocess cases")?;
+    // Which cases each role may read again is decided under the case's lock (its status).
+    caller.require(
+        &[Role::Operator, Role::Reviewer, Role::Admin],
+        "reprocess cases",
+    )?;
     let case = case_id(id)?;
     let Json(body) = body.map_err(invalid_body)?;
     if body.reason.trim().is_empty() {
@@ -256,6 +262,7 @@ async fn reprocess_case(
         source_ids: body.source_ids.clone(),
         reason: body.reason.clone(),
         actor: actor(&caller),
+        actor_role: caller.0.role,
         max_attempts: state.config.max_attempts,
     };
     let answer = state
@@ -397,6 +404,9 @@ pub(crate) fn action_error(e: ActionError) -> ApiError {
         }
         ActionError::Refused(message) => {
             ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, "not_allowed", message)
+        }
+        ActionError::Forbidden(message) => {
+            ApiError::client(StatusCode::FORBIDDEN, "forbidden", message)
         }
         ActionError::Store(e) => e.into(),
     }

@@ -1,7 +1,7 @@
 //! The review queue: decisions waiting for a person, oldest first, with keyboard shortcuts.
 
 use crate::state::AppState;
-use crate::ui::page::{age, render, Chrome, DeskError};
+use crate::ui::page::{age, render, Chrome, DeskError, DeskQuery};
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::State;
@@ -26,12 +26,19 @@ struct QueueRow {
 struct QueuePage {
     chrome: Chrome,
     rows: Vec<QueueRow>,
+    notice: Option<&'static str>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ListParams {
+    done: Option<String>,
 }
 
 /// `GET /queue`
 pub(crate) async fn list(
     State(state): State<AppState>,
     user: DeskUser,
+    DeskQuery(p): DeskQuery<ListParams>,
 ) -> Result<Response, DeskError> {
     let rows = state
         .store
@@ -59,21 +66,34 @@ pub(crate) async fn list(
         &QueuePage {
             chrome: Chrome::of(&user, "queue"),
             rows,
+            notice: (p.done.as_deref() == Some("none-other"))
+                .then_some("No other case waits for review."),
         },
     ))
 }
 
-/// `GET /queue/next`: the oldest case waiting for review, or the (empty) queue.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct NextParams {
+    after: Option<String>,
+}
+
+/// `GET /queue/next?after={case}`: the case whose review comes after `after`'s in the queue
+/// (the oldest first, wrapping round), never `after` itself; the queue when no other waits.
 pub(crate) async fn next(
     State(state): State<AppState>,
     user: DeskUser,
+    DeskQuery(p): DeskQuery<NextParams>,
 ) -> Result<Response, DeskError> {
-    let oldest = state
+    let after = p
+        .after
+        .as_deref()
+        .and_then(|a| a.parse::<uuid::Uuid>().ok());
+    let next = state
         .store
-        .list_reviews(user.0.principal.tenant_id.0, ReviewStatus::Pending, None, 1)
+        .next_pending_case(user.0.principal.tenant_id, after)
         .await?;
-    Ok(match oldest.first() {
-        Some(r) => Redirect::to(&format!("/cases/{}", r.case_id)).into_response(),
-        None => Redirect::to("/queue").into_response(),
+    Ok(match next {
+        Some(case) => Redirect::to(&format!("/cases/{case}")).into_response(),
+        None => Redirect::to("/queue?done=none-other").into_response(),
     })
 }
