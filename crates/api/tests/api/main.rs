@@ -24,6 +24,11 @@
 //!   reprocess, reevaluate, and rulesets (admin only, validated before activation, diffed).
 //! - `openapi`: `/openapi.json` documents exactly the routes the router serves, with the key,
 //!   the error body and the multipart intake.
+//! - `desk`: the operator's desk over HTTP (sign-in, CSRF, roles, tenants, admin pages).
+//! - `desk_session`: the sign-in form's CSRF guard, the `__Host-` cookie, polls and unknown
+//!   cookies that write nothing, the session sweep, page images' cache, password changes.
+//! - `desk_actions`: desk forms applied once per rendered form, the review form's defaults and
+//!   refusals, who changed a case, reprocessing a RESOLVED case, the list's decisions, `n`.
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
@@ -31,6 +36,8 @@ mod auth;
 mod cleanup;
 mod decisions;
 mod desk;
+mod desk_actions;
+mod desk_session;
 mod faults;
 mod file_types;
 mod fuzz_multipart;
