@@ -201,6 +201,8 @@ function upload() {
         return;
       }
       busy(false);
+      // Nothing was kept: the bars go back to empty.
+      list.querySelectorAll("progress").forEach((bar) => { bar.value = 0; });
       const err = answer.error || { message: `upload failed (${xhr.status})` };
       const named = err.details && (err.details.file || err.details.filename);
       let marked = false;

@@ -33,8 +33,10 @@ fn parse(actor: &str) -> Actor<'_> {
     if let Some(key) = actor.strip_prefix("api_key:").and_then(id) {
         return Actor::Key(key);
     }
+    if actor == "system" || actor.starts_with("system:") {
+        return Actor::System;
+    }
     match actor {
-        "system" => Actor::System,
         "cli:unknown" | "operator:cli" => Actor::CommandLine(None),
         _ => match actor.strip_prefix("cli:") {
             Some(unix_user) if !unix_user.trim().is_empty() => Actor::CommandLine(Some(unix_user)),
@@ -120,6 +122,7 @@ mod tests {
         assert_eq!(people.name("cli:ana"), "ana (command line)");
         assert_eq!(people.name("cli:unknown"), "the command line");
         assert_eq!(people.name("system"), "Ironclad (automatic)");
+        assert_eq!(people.name("system:finalize"), "Ironclad (automatic)");
         assert_eq!(people.name("worker-7"), "worker-7");
         assert_eq!(people.name("user:not-a-uuid"), "user:not-a-uuid");
     }

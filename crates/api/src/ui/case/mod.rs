@@ -174,6 +174,7 @@ async fn answer_with(
                 by_someone_else,
                 message,
                 newer,
+                kept_comment: None,
             });
             (StatusCode::CONFLICT, None)
         }
@@ -191,7 +192,13 @@ async fn answer_with(
             reprocess.reason = reason;
             reprocess.problem = problem;
         }
-        // The form is gone (the case moved on) or not this person's: say it at the top.
+        // The form is gone (the case moved on): keep what was typed beside the conflict.
+        (Typed::Review { comment, .. }, None, _) if page.conflict.is_some() => {
+            if let Some(conflict) = page.conflict.as_mut() {
+                conflict.kept_comment = Some(comment).filter(|c| !c.trim().is_empty());
+            }
+        }
+        // Not this person's form: say it at the top.
         _ => page.problem = problem,
     }
     Ok(render(status, &page))
@@ -249,7 +256,7 @@ pub(crate) async fn review(
         actor_role: user.0.principal.role.as_str().to_owned(),
     };
     match resolve_review(&state, &key, &req).await {
-        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=review", case.0)).into_response()),
+        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=review#notice", case.0)).into_response()),
         Err(e) => answer_with(&state, &user, &id, form.seen_event, typed, e).await,
     }
 }
@@ -298,7 +305,9 @@ pub(crate) async fn reprocess(
         max_attempts: state.config.max_attempts,
     };
     match state.store.reprocess_case(&key, &req, |r| json!(r)).await {
-        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=reprocess", case.0)).into_response()),
+        Ok(_) => {
+            Ok(Redirect::to(&format!("/cases/{}?done=reprocess#notice", case.0)).into_response())
+        }
         Err(e) => answer_with(&state, &user, &id, form.seen_event, typed, e).await,
     }
 }

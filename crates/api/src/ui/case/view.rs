@@ -79,8 +79,10 @@ pub(crate) struct ValueRow {
     pub value: Option<String>,
     pub raw_text: Option<String>,
     pub page_href: Option<String>,
-    /// The file and page, as the link says it.
+    /// The page, as the link says it (`p. 2`).
     pub page_label: String,
+    /// The file the value was read from.
+    pub file: String,
     /// This value is not the one the others agree on.
     pub differs: bool,
 }
@@ -92,6 +94,8 @@ pub(crate) struct RuleItem {
     pub outcome: String,
     pub message: String,
     pub values: Vec<ValueRow>,
+    /// The one field every value is of (the table then leaves its column out).
+    pub common_field: Option<String>,
 }
 
 pub(crate) struct DecisionItem {
@@ -161,6 +165,8 @@ pub(crate) struct Conflict {
     pub by_someone_else: bool,
     pub message: String,
     pub newer: Option<Newer>,
+    /// The comment the person typed, when no form is left to keep it in.
+    pub kept_comment: Option<String>,
 }
 
 #[derive(Template)]
@@ -396,13 +402,21 @@ pub(crate) fn build(detail: CaseDetail, user: &DeskUser, people: &People) -> Cas
                             value: text,
                             page_href: at.map(|(s, p)| format!("#{}", page_anchor(s, p))),
                             page_label: at
-                                .map(|(s, p)| format!("{}, p. {}", file(s), p + 1))
+                                .map(|(_, p)| format!("p. {}", p + 1))
                                 .unwrap_or_default(),
+                            file: ev.source_id.map(file).unwrap_or_default().to_owned(),
                             differs,
                         }
                     })
-                    .collect();
+                    .collect::<Vec<ValueRow>>();
+                let common_field = match values.first() {
+                    Some(first) if values.iter().all(|v| v.field == first.field) => {
+                        Some(first.field.clone())
+                    }
+                    _ => None,
+                };
                 RuleItem {
+                    common_field,
                     anchor: rule_anchor,
                     rule_id: r.rule_id.clone(),
                     template: r.template.clone(),
