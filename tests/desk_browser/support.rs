@@ -1,12 +1,15 @@
 //! What every desk journey shares: the real `ironclad all` on a fresh database ([`Server`]),
 //! ChromeDriver with a headless Chromium session ([`Browser`]: screenshots, the axe-core
-//! audit, sign-in and sign-out), waiting on a condition, and the sample dossier.
+//! audit, sign-in and sign-out, page checks), a [`Rig`] holding both for one journey (one
+//! journey at a time: each runs a server, a worker and a browser on a 2-core machine), waiting
+//! on a condition, and the sample dossiers.
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use ironclad_testkit::{free_port, redis_prefix, TestDb};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
@@ -15,8 +18,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_ironclad");
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 pub const ADMIN: &str = "admin@example.com";
+pub const ADMIN_NAME: &str = "Ada Admin";
 pub const REVIEWER: &str = "reviewer@example.com";
+pub const REVIEWER_NAME: &str = "Rita Reviewer";
 pub const PASSWORD: &str = "a long desk password";
+/// The session cookie the desk sets (Secure; Chromium takes it from http://127.0.0.1).
+pub const SESSION_COOKIE: &str = "__Host-ironclad_session";
 
 /// `ironclad all` on a fresh database, its blobs in a temporary directory.
 pub struct Server {
@@ -77,7 +84,11 @@ impl Server {
         })
         .await?;
         server.cli(&["tenant", "create", "acme"], None).await?;
-        for (email, role) in [(ADMIN, "admin"), (REVIEWER, "reviewer")] {
+        for (email, name, role) in [
+            (ADMIN, ADMIN_NAME, "admin"),
+            (REVIEWER, REVIEWER_NAME, "reviewer"),
+        ] {
+            // Their own passwords (typed by them): no change asked at sign-in.
             server
                 .cli(
                     &[
@@ -89,7 +100,10 @@ impl Server {
                         role,
                         "--email",
                         email,
+                        "--name",
+                        name,
                         "--password-stdin",
+                        "--keep-password",
                     ],
                     Some(PASSWORD),
                 )
@@ -119,6 +133,13 @@ impl Server {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// A count from the server's database.
+    pub async fn count(&self, sql: &'static str) -> anyhow::Result<i64> {
+        Ok(sqlx::query_scalar(sql)
+            .fetch_one(self.db.store.pool())
+            .await?)
     }
 }
 
@@ -157,7 +178,8 @@ pub fn axe_script() -> anyhow::Result<Option<String>> {
 }
 
 impl Browser {
-    pub async fn start(width: u32, height: u32) -> anyhow::Result<Self> {
+    /// A browser whose screenshots go to `desk-browser/<journey>/`.
+    pub async fn start(journey: &str, width: u32, height: u32) -> anyhow::Result<Self> {
         let port = free_port()?;
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
@@ -184,7 +206,9 @@ impl Browser {
             .capabilities(caps)
             .connect(&format!("http://127.0.0.1:{port}"))
             .await?;
-        let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("desk-browser");
+        let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("desk-browser")
+            .join(journey);
         // Only this run's screenshots: an old one must not pass for a new one.
         if shots.exists() {
             std::fs::remove_dir_all(&shots)?;
@@ -241,30 +265,68 @@ impl Browser {
         Ok(self.client.find(Locator::Css(css)).await?.text().await?)
     }
 
+    pub async fn goto(&self, server: &Server, path: &str) -> anyhow::Result<()> {
+        Ok(self.client.goto(&server.url(path)).await?)
+    }
+
+    /// Whether the page scrolls sideways: `None` when it fits the window (its width at most
+    /// the viewport's, scrollbar left out), else what sticks out, for the failure message.
+    pub async fn sticks_out(&self) -> anyhow::Result<Option<String>> {
+        let found = self
+            .client
+            .execute(
+                r##"const root = document.documentElement, room = root.clientWidth;
+                   if (root.scrollWidth <= room) return null;
+                   const out = Array.from(document.querySelectorAll("body *"))
+                     .filter(e => e.getBoundingClientRect().right > room + 0.5)
+                     .filter(e => !e.parentElement.closest(".scroll-x, pre")
+                                  || getComputedStyle(e).position === "absolute")
+                     .slice(0, 6)
+                     .map(e => `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className} (${Math.round(e.getBoundingClientRect().right)})`);
+                   return `${root.scrollWidth} px in ${room}: ${out.join(", ")}`;"##,
+                vec![],
+            )
+            .await?;
+        Ok(found.as_str().map(str::to_owned))
+    }
+
+    /// Types `text` into the field `id`.
+    pub async fn type_into(&self, id: &str, text: &str) -> anyhow::Result<()> {
+        self.client
+            .find(Locator::Id(id))
+            .await?
+            .send_keys(text)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn click(&self, css: &str) -> anyhow::Result<()> {
+        self.client.find(Locator::Css(css)).await?.click().await?;
+        Ok(())
+    }
+
     pub async fn sign_in(&mut self, server: &Server, email: &str) -> anyhow::Result<()> {
         self.client.goto(&server.url("/")).await?;
         let url = self.client.current_url().await?;
         anyhow::ensure!(url.path() == "/login", "not sent to sign in: {url}");
-        self.client
-            .find(Locator::Id("email"))
-            .await?
-            .send_keys(email)
-            .await?;
-        self.client
-            .find(Locator::Id("password"))
-            .await?
-            .send_keys(PASSWORD)
-            .await?;
-        self.client
-            .find(Locator::Css("form button[type=submit]"))
-            .await?
-            .click()
-            .await?;
+        self.sign_in_here(email, PASSWORD).await?;
         self.client
             .wait()
             .for_element(Locator::Css("header.top"))
             .await?;
-        let cookie = self.client.get_named_cookie("ironclad_session").await?;
+        self.keep_secrets().await
+    }
+
+    /// Fills the sign-in form on the current page and sends it.
+    pub async fn sign_in_here(&self, email: &str, password: &str) -> anyhow::Result<()> {
+        self.type_into("email", email).await?;
+        self.type_into("password", password).await?;
+        self.click("form button[type=submit]").await
+    }
+
+    /// Keeps the session cookie and CSRF token of the page: the server must never log them.
+    pub async fn keep_secrets(&mut self) -> anyhow::Result<()> {
+        let cookie = self.client.get_named_cookie(SESSION_COOKIE).await?;
         self.secrets.push(cookie.value().to_owned());
         let csrf = self
             .client
@@ -278,12 +340,110 @@ impl Browser {
     }
 
     pub async fn sign_out(&self) -> anyhow::Result<()> {
-        self.client
-            .find(Locator::Css("form[action='/logout'] button"))
-            .await?
-            .click()
-            .await?;
+        self.click("form[action='/logout'] button").await?;
         self.client.wait().for_element(Locator::Id("email")).await?;
+        Ok(())
+    }
+
+    /// Uploads `files` as a case referenced `reference` from the upload page and opens the
+    /// case; returns its id.
+    pub async fn upload(
+        &mut self,
+        server: &Server,
+        reference: &str,
+        files: &[PathBuf],
+    ) -> anyhow::Result<String> {
+        self.goto(server, "/upload").await?;
+        self.type_into("external_reference", reference).await?;
+        self.pick(files).await?;
+        self.click("#upload-submit").await?;
+        let link = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(60))
+            .for_element(Locator::Css("#upload-result a[href^='/cases/']"))
+            .await?;
+        link.click().await?;
+        let url = self.client.current_url().await?;
+        Ok(url.path().trim_start_matches("/cases/").to_owned())
+    }
+
+    /// Picks `files` in the upload page's file chooser.
+    pub async fn pick(&self, files: &[PathBuf]) -> anyhow::Result<()> {
+        let picked = files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.client
+            .find(Locator::Id("files"))
+            .await?
+            .send_keys(&picked)
+            .await?;
+        Ok(())
+    }
+
+    /// Waits, without reloading, until the case page shows its decision (the page updates
+    /// itself); returns the decision's status.
+    pub async fn decision_arrives(&self) -> anyhow::Result<String> {
+        let shown = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(240))
+            .for_element(Locator::Id("decision-status"))
+            .await?;
+        Ok(shown.text().await?)
+    }
+}
+
+/// One journey's server and browser, one journey at a time.
+pub struct Rig {
+    pub server: Server,
+    pub b: Browser,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// Journeys run one after the other: each runs `ironclad all` and Chromium.
+static TURN: LazyLock<Arc<tokio::sync::Mutex<()>>> = LazyLock::new(Default::default);
+
+impl Rig {
+    /// The journey's server and a browser of `width` × `height`; `None` (a skip) without
+    /// Chromium outside CI.
+    pub async fn start(journey: &str, width: u32, height: u32) -> anyhow::Result<Option<Self>> {
+        if !browser_available()? {
+            return Ok(None);
+        }
+        let turn = TURN.clone().lock_owned().await;
+        let server = Server::start().await?;
+        let b = Browser::start(journey, width, height).await?;
+        Ok(Some(Self {
+            server,
+            b,
+            _turn: turn,
+        }))
+    }
+
+    /// Ends the journey: its result, then the server's log (busy, and without a secret) and
+    /// the accessibility audits of every page it screenshotted.
+    pub async fn finish(self, result: anyhow::Result<()>) -> anyhow::Result<()> {
+        eprintln!("screenshots: {}", self.b.shots.display());
+        self.b.client.clone().close().await?;
+        result?;
+        let log = std::fs::read_to_string(&self.server.log)?;
+        anyhow::ensure!(
+            log.lines().count() > 20 && log.contains("\"uri\":\"/login\""),
+            "the server logged almost nothing ({} lines)",
+            log.lines().count()
+        );
+        for secret in self.b.secrets.iter().map(String::as_str).chain([PASSWORD]) {
+            anyhow::ensure!(secret.len() >= 16, "a secret too short to search for");
+            anyhow::ensure!(!log.contains(secret), "the server's log holds a secret");
+        }
+        anyhow::ensure!(
+            self.b.violations.is_empty(),
+            "accessibility (axe-core, WCAG 2 A/AA):\n{}",
+            self.b.violations.join("\n")
+        );
         Ok(())
     }
 }
@@ -316,13 +476,23 @@ pub fn browser_available() -> anyhow::Result<bool> {
     Ok(present)
 }
 
-pub fn dossier() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/dossiers/05-blocked");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
+/// The files of the sample dossier `name` (`samples/dossiers/<name>`), sorted.
+pub fn sample(name: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples/dossiers")
+        .join(name);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .collect();
     files.sort();
-    files
+    anyhow::ensure!(files.len() >= 2, "sample dossier {name} is missing");
+    Ok(files)
+}
+
+/// The blocked sample dossier (its container number disagrees).
+pub fn dossier() -> Vec<PathBuf> {
+    sample("05-blocked").unwrap_or_default()
 }
 
 impl Drop for Server {
