@@ -72,9 +72,11 @@ function evidence() {
   document.querySelectorAll("details.rule").forEach((d) => {
     d.addEventListener("toggle", () => {
       if (!d.open) return;
-      const rects = light("data-rule", d.dataset.rule);
-      if (rects.length && sideBySide.matches) {
-        rects[0].closest("figure")?.scrollIntoView({ block: "start", behavior: "smooth" });
+      const rects = Array.from(light("data-rule", d.dataset.rule));
+      // The value that disagrees is the one to look at first.
+      const first = rects.find((r) => r.classList.contains("rule-odd")) || rects[0];
+      if (first && sideBySide.matches) {
+        first.closest("figure")?.scrollIntoView({ block: "start", behavior: "smooth" });
       }
     });
   });
