@@ -256,7 +256,7 @@ pub(crate) async fn review(
         actor_role: user.0.principal.role.as_str().to_owned(),
     };
     match resolve_review(&state, &key, &req).await {
-        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=review#notice", case.0)).into_response()),
+        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=review#main", case.0)).into_response()),
         Err(e) => answer_with(&state, &user, &id, form.seen_event, typed, e).await,
     }
 }
@@ -306,7 +306,7 @@ pub(crate) async fn reprocess(
     };
     match state.store.reprocess_case(&key, &req, |r| json!(r)).await {
         Ok(_) => {
-            Ok(Redirect::to(&format!("/cases/{}?done=reprocess#notice", case.0)).into_response())
+            Ok(Redirect::to(&format!("/cases/{}?done=reprocess#main", case.0)).into_response())
         }
         Err(e) => answer_with(&state, &user, &id, form.seen_event, typed, e).await,
     }
