@@ -538,3 +538,50 @@ fn timeline_item(e: &AuditView, people: &People) -> TimelineItem {
         detail,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fact(conflict: bool, candidates: Value) -> FactView {
+        FactView {
+            field: "container_number".into(),
+            value: Some(json!({"kind": "container", "value": {"code": "CBHU6394177"}})),
+            raw_text: None,
+            page: Some(0),
+            bbox: None,
+            confidence: Some(0.9),
+            conflict,
+            missing: false,
+            candidates,
+        }
+    }
+
+    #[test]
+    fn a_field_read_differently_lists_its_other_readings_once() {
+        let candidate = |code: &str, confidence: f64| {
+            json!({"value": {"kind": "container", "value": {"code": code}},
+                   "confidence": confidence, "raw": code, "page": 0})
+        };
+        let candidates = json!([
+            candidate("CBHU6394177", 0.9),
+            candidate("CBHU6394171", 0.42),
+            candidate("CBHU6394171", 0.40),
+        ]);
+        assert_eq!(
+            other_readings(&fact(true, candidates.clone())),
+            vec!["CBHU6394171 (42 % sure)".to_owned()]
+        );
+        assert!(other_readings(&fact(false, candidates)).is_empty());
+    }
+
+    #[test]
+    fn live_state_names_status_generation_and_version() {
+        assert_eq!(live_state("PROCESSING", 1, None), "PROCESSING:1:");
+        assert_eq!(
+            live_state("AWAITING_REVIEW", 2, Some(3)),
+            "AWAITING_REVIEW:2:3"
+        );
+    }
+}
