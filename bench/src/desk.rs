@@ -385,7 +385,11 @@ pub async fn run(args: &DeskArgs) -> anyhow::Result<Value> {
                 },
             )
             .await?;
-        let cookie = format!("ironclad_session={}", session.token);
+        let cookie = format!(
+            "{}={}",
+            ironclad_api::ui::session::SESSION_COOKIE,
+            session.token
+        );
         let key = store.create_api_key(tenant, Role::Reviewer).await?.raw;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);

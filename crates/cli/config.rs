@@ -287,9 +287,11 @@ pub struct RoleSettings {
     /// A desk session ends this long after sign-in, however used.
     #[arg(long, env = "IRONCLAD_SESSION_LIFETIME", default_value = "12h", value_parser = parse_duration)]
     pub session_lifetime: Duration,
-    /// Mark the desk's session cookie Secure (set when users reach Ironclad over HTTPS; it is
-    /// also set when a proxy sends `X-Forwarded-Proto: https`).
-    #[arg(long, env = "IRONCLAD_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    /// The desk's cookies are Secure and `__Host-` prefixed (`__Host-ironclad_session`).
+    /// Browsers take them over HTTPS and from http://localhost or http://127.0.0.1; set false
+    /// only to try the desk over plain HTTP on another address (development; `ironclad
+    /// doctor` warns).
+    #[arg(long, env = "IRONCLAD_SECURE_COOKIES", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub secure_cookies: bool,
     /// Desk sign-in attempts per minute, per account and per client address (0: unlimited).
     #[arg(long, env = "IRONCLAD_LOGIN_ATTEMPTS_PER_MINUTE", default_value_t = 10)]

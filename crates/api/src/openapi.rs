@@ -454,8 +454,9 @@ impl Modify for CommonAnswers {
             DESK_SESSION.to_owned(),
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 crate::ui::session::SESSION_COOKIE,
-                "The desk's session cookie (sign in at /login). Unsafe methods also need the \
-                 session's CSRF token in the X-CSRF-Token header, else 403 csrf_refused.",
+                "The desk's session cookie (sign in at /login; `ironclad_session` when the server runs \
+                 with IRONCLAD_SECURE_COOKIES=false). Unsafe methods also need the session's CSRF \
+                 token in the X-CSRF-Token header, else 403 csrf_refused.",
             ))),
         );
         for (_, name, description) in COMMON {

@@ -68,14 +68,17 @@ impl RateLimit {
 pub struct DeskConfig {
     /// How long sessions live. Default: 2 h idle, 12 h at most (a working day).
     pub sessions: SessionPolicy,
-    /// Mark the session cookie `Secure` always (set behind TLS). It is also set when a proxy
-    /// says the request came over HTTPS (`X-Forwarded-Proto: https`).
+    /// The desk's cookies are `Secure` and `__Host-` prefixed (default). Browsers accept them
+    /// over HTTPS and from `http://localhost` / `http://127.0.0.1`; only plain HTTP on another
+    /// address (a development box on a LAN) needs this off, which drops the prefix too.
     pub secure_cookies: bool,
     /// Sign-in attempts per minute per account and per address; 0 disables. Default 10, with
     /// a burst of 5: a person who mistypes is not held up, a password guesser gets 10 a minute.
     pub login_attempts_per_minute: u32,
     /// Page previews kept in memory, in MiB. Default 128 (a few hundred pages).
     pub preview_cache_mib: u64,
+    /// How often an API process deletes expired sessions. Default 10 min.
+    pub session_sweep_every: Duration,
 }
 
 impl Default for DeskConfig {
@@ -85,9 +88,10 @@ impl Default for DeskConfig {
                 idle: Duration::from_secs(2 * 3600),
                 lifetime: Duration::from_secs(12 * 3600),
             },
-            secure_cookies: false,
+            secure_cookies: true,
             login_attempts_per_minute: 10,
             preview_cache_mib: 128,
+            session_sweep_every: Duration::from_secs(600),
         }
     }
 }

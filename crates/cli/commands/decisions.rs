@@ -40,7 +40,9 @@ pub struct ReviewArgs {
     pub idempotency_key: Option<String>,
 }
 
-/// `ironclad reprocess CASE`
+/// `ironclad reprocess CASE`: read a case again as a new generation. The command line acts
+/// with an admin's rights, so it may also reopen a RESOLVED case (which the API and the desk
+/// allow only reviewers and admins); the earlier resolution stays in the case's history.
 #[derive(Debug, Args)]
 pub struct ReprocessArgs {
     /// The case id.
@@ -219,6 +221,16 @@ pub async fn reprocess(c: &Connections, args: ReprocessArgs) -> anyhow::Result<E
     let store = connect_store(c).await?;
     let ctx = case_tenant(&store, case).await?;
     let sources = (!args.sources.is_empty()).then_some(args.sources);
+    let before = store
+        .case_state(ironclad_core::TenantId(ctx.tenant_id), case.0)
+        .await?;
+    if before.as_ref().is_some_and(|s| s.status == "RESOLVED") {
+        eprintln!(
+            "ironclad: case {case} is RESOLVED: on the API and the desk only a reviewer or an \
+             admin may read it again; the command line acts as an admin. Its resolution stays \
+             in its history."
+        );
+    }
     let k = key(
         ctx.tenant_id,
         "reprocess",
@@ -231,6 +243,7 @@ pub async fn reprocess(c: &Connections, args: ReprocessArgs) -> anyhow::Result<E
         source_ids: sources,
         reason: args.reason,
         actor: cli_actor(),
+        actor_role: ironclad_core::role::Role::Admin,
         max_attempts: ironclad_core::RetryPolicy::default().max_attempts,
     };
     print_answer(store.reprocess_case(&k, &req, |r| json!(r)).await)

@@ -55,5 +55,7 @@ spelled_enum! {
         ReviewTakenOver = "REVIEW_TAKEN_OVER",
         /// A claim was released (by its holder or an admin).
         ReviewReleased = "REVIEW_RELEASED",
+        /// A desk user changed their password (their other sessions ended).
+        UserPasswordChanged = "USER_PASSWORD_CHANGED",
     }
 }

@@ -10,9 +10,11 @@
 
 pub mod audit;
 pub(crate) mod audit_trail;
+pub mod case_glance;
 pub mod claims;
 pub mod corrections;
 pub mod decisions;
+pub mod desk_forms;
 pub mod error;
 pub mod intake;
 pub mod jobs;

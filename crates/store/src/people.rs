@@ -1,5 +1,6 @@
-//! Who an actor is, as people read it: the desk user's address for `user:<id>`, the key's
-//! prefix for `api_key:<id>`, the actor as recorded otherwise (`system`, `cli:…`).
+//! Who an actor is, as people read it: a desk user's display name (else address) for
+//! `user:<id>`, a key's label (else prefix) for `api_key:<id>`, the actor as recorded
+//! otherwise (`system`, `cli:…`).
 //!
 //! Corrections, claims and second opinions record the name beside the actor when they are
 //! written, so a rule result or a report says "corrected by rita@example.com" even after the
@@ -8,12 +9,15 @@
 use sqlx::{Executor, Postgres};
 use uuid::Uuid;
 
-/// $1 tenant, $2 actor.
+/// $1 tenant, $2 actor: a user by display name (else address), a key by label (else prefix),
+/// as the desk names them (`ui/people.rs`).
 const NAME_OF: &str = r#"
 SELECT coalesce(
-    (SELECT u.email FROM users u
+    (SELECT coalesce(u.display_name, u.email) FROM users u
      WHERE u.tenant_id = $1 AND $2 LIKE 'user:%' AND u.id::text = substr($2, 6)),
-    (SELECT 'API key ' || k.prefix || '…' FROM api_keys k
+    (SELECT CASE WHEN k.label IS NOT NULL THEN 'API key “' || k.label || '”'
+                 ELSE 'API key ' || k.prefix || '…' END
+     FROM api_keys k
      WHERE k.tenant_id = $1 AND $2 LIKE 'api_key:%' AND k.id::text = substr($2, 9)),
     $2)
 "#;

@@ -184,7 +184,9 @@ pub enum ActionError {
         /// Until when, unless renewed.
         expires_at: chrono::DateTime<chrono::Utc>,
     },
-    /// The caller may not do this to this case (their own proposal, someone else's claim).
+    /// The caller may not do this to this case: their role in its current state (an operator
+    /// reprocessing a RESOLVED case), or who they are (confirming their own proposal,
+    /// releasing someone else's claim).
     #[error("{0}")]
     Forbidden(String),
     /// The database failed.

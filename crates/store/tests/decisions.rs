@@ -467,6 +467,7 @@ async fn reprocess_after_failure_decides_and_a_late_result_of_the_old_generation
         source_ids: None,
         reason: "file replaced by the broker".into(),
         actor: "apikey:op".into(),
+        actor_role: ironclad_core::role::Role::Operator,
         max_attempts: 3,
     };
     let answer = store
@@ -703,6 +704,7 @@ async fn a_partial_reprocess_carries_the_other_sources_over_and_verify_accepts_i
         source_ids: Some(vec![sources[1]]),
         reason: "second file replaced".into(),
         actor: "apikey:op".into(),
+        actor_role: ironclad_core::role::Role::Operator,
         max_attempts: 3,
     };
     let answer = store

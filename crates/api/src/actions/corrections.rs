@@ -100,7 +100,7 @@ impl ValueRead {
         let (value, shown, problem) = match &self.parsed {
             Ok(p) => {
                 let value = serde_json::to_value(&p.value).unwrap_or(Value::Null);
-                let shown = crate::ui::values::shown(&value);
+                let shown = crate::ui::case::wording::shown(&value);
                 (value, Some(shown), None)
             }
             Err(message) => (Value::Null, None, Some(message.clone())),

@@ -113,7 +113,7 @@ pub(crate) fn action_error(e: ActionError) -> ApiError {
             ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, "not_allowed", message)
         }
         ActionError::Forbidden(message) => {
-            ApiError::client(StatusCode::FORBIDDEN, "not_yours", message)
+            ApiError::client(StatusCode::FORBIDDEN, "forbidden", message)
         }
         ActionError::Store(e) => e.into(),
     }

@@ -46,6 +46,7 @@ pub(crate) async fn reprocess(
         source_ids,
         reason: reason.to_owned(),
         actor: who.actor(),
+        actor_role: who.role,
         max_attempts: state.config.max_attempts,
     };
     Ok(state.store.reprocess_case(&key, &req, |r| json!(r)).await)

@@ -92,7 +92,7 @@ async fn take_over(
     params(("id" = uuid::Uuid, Path, description = "Case id")),
     responses(
         (status = 200, description = "`released`: whether a live claim was released", body = crate::openapi::Released),
-        (status = 403, description = "Someone else holds the claim and the caller is no admin (`not_yours`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "Someone else holds the claim and the caller is no admin (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
     ),
 )]

@@ -213,7 +213,7 @@ struct SecondBody {
         (status = 200, description = "A resolution confirmed (the case is RESOLVED), or the proposal declined (the review is PENDING again)", body = crate::openapi::SecondAnswer),
         (status = 201, description = "A correction confirmed: applied, and the case decided again", body = crate::openapi::CorrectionAnswer),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The key's role may not do this, or the caller proposed the action (`not_yours`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this, or the caller proposed the action (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "Nothing waits for a second reviewer, the case changed meanwhile, another reviewer holds it (`claimed`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
@@ -269,7 +269,9 @@ struct ReprocessBody {
     reason: String,
 }
 
-/// `POST /v1/cases/{id}/reprocess` (operator or admin): a new generation.
+/// `POST /v1/cases/{id}/reprocess`: a new generation. Operators and admins read cases again;
+/// a RESOLVED case carries a person's resolution, so only a reviewer or an admin may reopen
+/// it (an operator gets 403), and its earlier resolution stays in its history.
 #[utoipa::path(
     post,
     path = "/v1/cases/{id}/reprocess",
@@ -282,7 +284,7 @@ struct ReprocessBody {
     responses(
         (status = 202, description = "A new generation is being read", body = ironclad_store::reprocess::Reprocessed),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this (`forbidden`), e.g. an operator reprocessing a RESOLVED case", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
@@ -296,7 +298,11 @@ async fn reprocess_case(
     id: Result<Path<String>, PathRejection>,
     body: Result<Json<ReprocessBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    caller.require(&[Role::Operator, Role::Admin], "reprocess cases")?;
+    // Which cases each role may read again is decided under the case's lock (its status).
+    caller.require(
+        &[Role::Operator, Role::Reviewer, Role::Admin],
+        "reprocess cases",
+    )?;
     let case = case_id(id)?;
     let Json(body) = body.map_err(invalid_body)?;
     let key = required_key(&headers)?;

@@ -14,6 +14,7 @@ use ironclad_core::CaseStatus;
 use ironclad_store::read::{decode_cursor, encode_cursor, CaseSummary};
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::HashMap;
 
 /// Cases per page.
 const PAGE_SIZE: i64 = 50;
@@ -40,6 +41,8 @@ struct Row {
     reference: String,
     status: String,
     reason: Option<String>,
+    /// The latest decision of the current generation.
+    decision: Option<String>,
     resolution: Option<String>,
     created: String,
     created_iso: String,
@@ -78,8 +81,9 @@ fn query_string(pairs: &[(&str, &str)]) -> String {
     }
 }
 
-fn row(c: CaseSummary) -> Row {
+fn row(c: CaseSummary, decisions: &HashMap<uuid::Uuid, String>) -> Row {
     Row {
+        decision: decisions.get(&c.id).cloned(),
         id: c.id,
         reference: c
             .external_reference
@@ -136,6 +140,13 @@ pub(crate) async fn list(
             PAGE_SIZE,
         )
         .await?;
+    let ids: Vec<uuid::Uuid> = cases.iter().map(|c| c.id).collect();
+    let decisions: HashMap<uuid::Uuid, String> = state
+        .store
+        .case_decisions(tenant, &ids)
+        .await?
+        .into_iter()
+        .collect();
     let counts = state.store.case_counts(tenant).await?;
     let count_of = |s: &str| {
         counts
@@ -178,7 +189,7 @@ pub(crate) async fn list(
         first_href: query_string(&[("status", status_text), ("reference", &reference)]),
         show_first: after.is_some(),
         reference,
-        rows: cases.into_iter().map(row).collect(),
+        rows: cases.into_iter().map(|c| row(c, &decisions)).collect(),
         next_href,
     };
     Ok(render(StatusCode::OK, &page))
@@ -213,6 +224,9 @@ pub(crate) async fn counts(
 #[template(path = "upload.html")]
 struct UploadPage {
     chrome: Chrome,
+    /// The intake's `Idempotency-Key`, made with the page: however often the form is sent
+    /// (a double click, a retry after a dropped connection), one case is created.
+    idempotency_key: String,
     max_files: usize,
     max_file_mb: u64,
     max_pages: u32,
@@ -230,6 +244,7 @@ pub(crate) async fn upload_page(
         StatusCode::OK,
         &UploadPage {
             chrome: Chrome::of(&user, "upload"),
+            idempotency_key: format!("desk-upload-{}", uuid::Uuid::new_v4()),
             max_files: limits.max_files,
             max_file_mb: limits.max_file_bytes / (1024 * 1024),
             max_pages: limits.max_total_pages,

@@ -5,11 +5,11 @@
 use crate::actions::{self, action_key, check_text, form_key, Failure};
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::ui::case::answer_with;
+use crate::ui::case::wording::shown;
+use crate::ui::case::{answer_with, Typed};
 use crate::ui::cases::when;
 use crate::ui::page::{DeskError, DeskForm};
 use crate::ui::session::DeskUser;
-use crate::ui::values::shown;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use ironclad_core::review::{ReviewStatus, SecondOpinion};
@@ -227,6 +227,9 @@ pub(crate) struct SecondForm {
     comment: String,
     #[serde(default)]
     idempotency_key: String,
+    /// The last audit event of the page the form was on.
+    #[serde(default)]
+    seen_event: Option<i64>,
 }
 
 /// `POST /cases/{id}/second`: a second reviewer confirms or declines what waits.
@@ -271,7 +274,9 @@ pub(crate) async fn second(
             };
             Ok(Redirect::to(&format!("/cases/{}?done={done}", case.0)).into_response())
         }
-        Err(Failure::Action(e)) => answer_with(&state, &user, &id, e).await,
+        Err(Failure::Action(e)) => {
+            answer_with(&state, &user, &id, form.seen_event, Typed::Desk, e).await
+        }
         Err(Failure::Api(e)) => Err(e.into()),
     }
 }

@@ -8,7 +8,7 @@ use crate::actions::corrections::{correct, CorrectionInput, Given};
 use crate::actions::{form_key, Failure};
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::ui::case::{answer_with, load, DocumentItem};
+use crate::ui::case::{answer_with, load, DocumentItem, Typed};
 use crate::ui::page::{render, DeskError, DeskForm};
 use crate::ui::session::DeskUser;
 use axum::extract::{Path, State};
@@ -92,6 +92,9 @@ pub(crate) struct CorrectionForm {
     expected_decision_version: i32,
     #[serde(default)]
     idempotency_key: String,
+    /// The last audit event of the page the form was on.
+    #[serde(default)]
+    seen_event: Option<i64>,
 }
 
 impl CorrectionForm {
@@ -158,7 +161,9 @@ pub(crate) async fn save(
             };
             Ok(Redirect::to(&format!("/cases/{}?done={done}", case.0)).into_response())
         }
-        Err(Failure::Action(e)) => answer_with(&state, &user, &id, e).await,
+        Err(Failure::Action(e)) => {
+            answer_with(&state, &user, &id, form.seen_event, Typed::Desk, e).await
+        }
         // What the reviewer typed or drew was refused: the form again, as they left it,
         // with the reason beside it.
         Err(Failure::Api(ApiError::Client {

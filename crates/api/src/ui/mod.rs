@@ -3,19 +3,23 @@
 //! no build step). Pages are tenant-scoped through the signed-in user's session; the upload
 //! and other scripted calls go to the JSON API with the session cookie and a CSRF header.
 
+mod account;
 mod admin;
-mod case;
+pub(crate) mod case;
 mod cases;
 mod chart;
 mod claims;
 mod corrections;
+mod forms;
 mod operations;
 pub(crate) mod page;
+mod people;
 mod previews;
 mod queue;
 mod rulesets;
-pub(crate) mod session;
-pub(crate) mod values;
+pub mod session;
+mod sign_in;
+mod sweep;
 mod webhooks;
 
 use crate::state::AppState;
@@ -27,15 +31,21 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use previews::PreviewCache;
+pub use sweep::sweep_sessions_every;
 
 /// The desk's routes.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(cases::list))
         .route("/desk/counts", get(cases::counts))
-        .route("/login", get(session::login_page).post(session::login))
-        .route("/logout", post(session::logout))
+        .route("/login", get(sign_in::login_page).post(sign_in::login))
+        .route("/logout", post(sign_in::logout))
+        .route(
+            session::CHANGE_PASSWORD_PATH,
+            get(account::password_page).post(account::change_password),
+        )
         .route("/cases/{id}", get(case::show))
+        .route("/cases/{id}/state", get(case::live))
         .route("/cases/{id}/review", post(case::review))
         .route("/cases/{id}/reprocess", post(case::reprocess))
         .route("/cases/{id}/corrections", post(corrections::save))

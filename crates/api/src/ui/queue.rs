@@ -112,11 +112,14 @@ struct QueuePage {
     tabs: Vec<Tab>,
     show: &'static str,
     rows: Vec<QueueRow>,
+    notice: Option<&'static str>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct QueueParams {
     show: Option<String>,
+    /// `none-other` after `n` found no other case.
+    done: Option<String>,
 }
 
 fn row(r: ReviewRow, me: &str) -> QueueRow {
@@ -185,43 +188,35 @@ pub(crate) async fn list(
             tabs,
             show: show.key(),
             rows,
+            notice: (params.done.as_deref() == Some("none-other"))
+                .then_some("No other case waits for review."),
         },
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 pub(crate) struct NextParams {
-    /// The case the reviewer is on: the next one is after it (never it again).
-    from: Option<Uuid>,
+    after: Option<String>,
 }
 
-/// `GET /queue/next[?from=<case>]`: the next unresolved case nobody else is reviewing —
-/// after `from` in queue order, wrapping to the oldest — or the queue when none is left.
+/// `GET /queue/next?after={case}`: the case whose review comes after `after`'s in the queue
+/// (the oldest first, wrapping round), never `after` itself nor one someone else is
+/// reviewing; the queue when no other waits.
 pub(crate) async fn next(
     State(state): State<AppState>,
     user: DeskUser,
-    DeskQuery(params): DeskQuery<NextParams>,
+    DeskQuery(p): DeskQuery<NextParams>,
 ) -> Result<Response, DeskError> {
-    let me = user.0.principal.actor();
-    let open = state
+    let after = p
+        .after
+        .as_deref()
+        .and_then(|a| a.parse::<uuid::Uuid>().ok());
+    let next = state
         .store
-        .list_reviews(user.0.principal.tenant_id.0, &Show::All.query(&me))
+        .next_pending_case(user.0.principal.tenant_id, after, &user.0.principal.actor())
         .await?;
-    let from = params
-        .from
-        .and_then(|f| open.iter().position(|r| r.case_id == f));
-    let free = |(_, r): &(usize, &ReviewRow)| {
-        Some(r.case_id) != params.from && r.claimed_by.as_deref().is_none_or(|h| h == me)
-    };
-    let next = open
-        .iter()
-        .enumerate()
-        .filter(free)
-        .find(|(i, _)| from.is_none_or(|f| *i > f))
-        .or_else(|| open.iter().enumerate().find(free))
-        .map(|(_, r)| r);
     Ok(match next {
-        Some(r) => Redirect::to(&format!("/cases/{}", r.case_id)).into_response(),
-        None => Redirect::to("/queue?done=empty").into_response(),
+        Some(case) => Redirect::to(&format!("/cases/{case}")).into_response(),
+        None => Redirect::to("/queue?done=none-other").into_response(),
     })
 }

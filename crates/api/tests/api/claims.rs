@@ -92,7 +92,7 @@ async fn a_claim_keeps_others_from_acting_until_taken_over_released_or_expired(
     let release = app.delete_as(&sam, &claim).await?;
     assert_eq!(
         (release.status, release.code()),
-        (StatusCode::FORBIDDEN, "not_yours".to_owned())
+        (StatusCode::FORBIDDEN, "forbidden".to_owned())
     );
     let op = app.post_as(&app.key, &claim, None, &none).await?;
     assert_eq!(op.status, StatusCode::FORBIDDEN);

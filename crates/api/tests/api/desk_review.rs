@@ -4,88 +4,29 @@
 //! sees meanwhile, the queue's tabs with an overdue review, and `n` never reopening the same
 //! case.
 
+use crate::desk::Signed;
 use crate::helpers::{Answer, TestApp};
 use crate::reading::{dossier, fact, trade_with_policy};
-use ironclad_api::password::hash_password;
 use ironclad_core::role::Role;
 use reqwest::StatusCode;
 
-const PASSWORD: &str = "correct horse battery";
-
-/// A signed-in browser: its session cookie and the CSRF token its pages carry.
-struct Person {
-    cookie: String,
-    csrf: String,
-}
-
-fn browser() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?)
-}
-
 impl TestApp {
-    async fn person(&self, email: &str, role: Role) -> anyhow::Result<Person> {
-        let hash = hash_password(PASSWORD)?;
-        self.db
-            .store
-            .create_user(self.tenant, email, role, &hash, "test")
-            .await?;
-        let answer = Answer::read(
-            browser()?
-                .post(self.url("/login"))
-                .header("origin", &self.base)
-                .form(&[("email", email), ("password", PASSWORD), ("next", "/")])
-                .send()
-                .await?,
-        )
-        .await?;
-        anyhow::ensure!(answer.status == StatusCode::SEE_OTHER, "{}", answer.text());
-        let cookie = answer
-            .header("set-cookie")
-            .and_then(|c| c.split(';').next().map(str::to_owned))
-            .unwrap_or_default();
-        let page = self.visit(&cookie, "/queue").await?;
-        let csrf = page
-            .text()
-            .split("name=\"csrf\" value=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .unwrap_or_default()
-            .to_owned();
-        anyhow::ensure!(!csrf.is_empty(), "no CSRF token on the page");
-        Ok(Person { cookie, csrf })
+    /// A reviewer of the test's tenant, signed in through the sign-in form.
+    async fn person(&self, email: &str, role: Role) -> anyhow::Result<Signed> {
+        self.user(self.tenant, email, role).await?;
+        self.sign_in(email).await
     }
 
-    async fn visit(&self, cookie: &str, path: &str) -> anyhow::Result<Answer> {
-        Answer::read(
-            browser()?
-                .get(self.url(path))
-                .header("cookie", cookie)
-                .send()
-                .await?,
-        )
-        .await
-    }
-
+    /// Posts a desk form as `who`, with their CSRF token.
     async fn submit_form(
         &self,
-        who: &Person,
+        who: &Signed,
         path: &str,
         fields: &[(&str, &str)],
     ) -> anyhow::Result<Answer> {
         let mut fields = fields.to_vec();
         fields.push(("csrf", &who.csrf));
-        Answer::read(
-            browser()?
-                .post(self.url(path))
-                .header("cookie", &who.cookie)
-                .header("origin", &self.base)
-                .form(&fields)
-                .send()
-                .await?,
-        )
-        .await
+        self.post_form(&who.cookie, path, &fields).await
     }
 }
 
@@ -113,7 +54,7 @@ async fn a_reviewer_claims_a_case_corrects_a_value_and_sees_the_new_decision() -
     let page = format!("/cases/{case}");
 
     // Unclaimed: Rita sees Correct links and claims the review.
-    let html = app.visit(&rita.cookie, &page).await?.text();
+    let html = app.page(&rita.cookie, &page).await?.text();
     assert!(html.contains("Nobody is reviewing this case."), "{html}");
     assert!(html.contains(&format!("?correct={segment}:container_number")));
     assert!(html.contains("id=\"correction\" aria-labelledby=\"correction-h\" hidden"));
@@ -122,14 +63,14 @@ async fn a_reviewer_claims_a_case_corrects_a_value_and_sees_the_new_decision() -
         .await?;
     assert_eq!(claimed.status, StatusCode::SEE_OTHER, "{}", claimed.text());
     let html = app
-        .visit(&rita.cookie, &format!("{page}?done=claimed"))
+        .page(&rita.cookie, &format!("{page}?done=claimed"))
         .await?
         .text();
     assert!(html.contains("You are reviewing this case until"), "{html}");
     assert!(html.contains("data-renew=\"true\""));
 
     // Sam reads it but may not act: no review form, no Correct link, the take-over form.
-    let html = app.visit(&sam.cookie, &page).await?.text();
+    let html = app.page(&sam.cookie, &page).await?.text();
     assert!(
         html.contains("rita@example.com is reviewing this case"),
         "{html}"
@@ -139,7 +80,7 @@ async fn a_reviewer_claims_a_case_corrects_a_value_and_sees_the_new_decision() -
 
     // The Correct link opens the form for the field, without script.
     let html = app
-        .visit(
+        .page(
             &rita.cookie,
             &format!("{page}?correct={segment}:container_number"),
         )
@@ -193,7 +134,7 @@ async fn a_reviewer_claims_a_case_corrects_a_value_and_sees_the_new_decision() -
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text());
     let location = saved.header("location").unwrap_or_default();
     assert_eq!(location, format!("{page}?done=correction"));
-    let html = app.visit(&rita.cookie, &location).await?.text();
+    let html = app.page(&rita.cookie, &location).await?.text();
     assert!(
         html.contains("Your correction was saved. The case was decided again: decision v2 below."),
         "{html}"
@@ -237,43 +178,43 @@ async fn the_queue_tabs_show_claims_second_reviews_and_overdue_cases_and_n_moves
         .execute(app.db.store.pool())
         .await?;
 
-    let queue = app.visit(&sam.cookie, "/queue").await?.text();
+    let queue = app.page(&sam.cookie, "/queue").await?.text();
     assert!(queue.contains("rita@example.com is reviewing"), "{queue}");
     assert!(queue.contains("class=\"overdue\"") && queue.contains("badge overdue"));
-    let mine = app.visit(&rita.cookie, "/queue?show=mine").await?.text();
+    let mine = app.page(&rita.cookie, "/queue?show=mine").await?.text();
     assert!(mine.contains(&first.to_string()) && !mine.contains(&second.to_string()));
     assert!(mine.contains("You are reviewing"));
     let unclaimed = app
-        .visit(&rita.cookie, "/queue?show=unclaimed")
+        .page(&rita.cookie, "/queue?show=unclaimed")
         .await?
         .text();
     assert!(unclaimed.contains(&second.to_string()) && !unclaimed.contains(&first.to_string()));
-    let overdue = app.visit(&rita.cookie, "/queue?show=overdue").await?.text();
+    let overdue = app.page(&rita.cookie, "/queue?show=overdue").await?.text();
     assert!(overdue.contains(&second.to_string()) && !overdue.contains(&first.to_string()));
 
     // `n` from a case goes on to another case, never the same one; Sam skips Rita's.
     let next = app
-        .visit(&rita.cookie, &format!("/queue/next?from={first}"))
+        .page(&rita.cookie, &format!("/queue/next?after={first}"))
         .await?;
     assert_eq!(next.header("location"), Some(format!("/cases/{second}")));
     let next = app
-        .visit(&rita.cookie, &format!("/queue/next?from={second}"))
+        .page(&rita.cookie, &format!("/queue/next?after={second}"))
         .await?;
     assert_eq!(next.header("location"), Some(format!("/cases/{first}")));
-    let next = app.visit(&sam.cookie, "/queue/next").await?;
+    let next = app.page(&sam.cookie, "/queue/next").await?;
     assert_eq!(next.header("location"), Some(format!("/cases/{second}")));
     let next = app
-        .visit(&sam.cookie, &format!("/queue/next?from={second}"))
+        .page(&sam.cookie, &format!("/queue/next?after={second}"))
         .await?;
     assert_eq!(
         next.header("location").as_deref(),
-        Some("/queue?done=empty")
+        Some("/queue?done=none-other")
     );
 
     // Sam overrides the overdue case: it waits for a second reviewer, which Rita's queue
     // shows; Sam's own page says someone else must confirm.
     let html = app
-        .visit(&sam.cookie, &format!("/cases/{second}"))
+        .page(&sam.cookie, &format!("/cases/{second}"))
         .await?
         .text();
     let key = form_value(
@@ -299,7 +240,7 @@ async fn the_queue_tabs_show_claims_second_reviews_and_overdue_cases_and_n_moves
         proposed.text()
     );
     let html = app
-        .visit(
+        .page(
             &sam.cookie,
             &format!("/cases/{second}?done=review-proposed"),
         )
@@ -310,13 +251,13 @@ async fn the_queue_tabs_show_claims_second_reviews_and_overdue_cases_and_n_moves
         "{html}"
     );
     assert!(html.contains("id=\"second-own\""));
-    let waiting = app.visit(&rita.cookie, "/queue?show=second").await?.text();
+    let waiting = app.page(&rita.cookie, "/queue?show=second").await?.text();
     assert!(
         waiting.contains("OVERRIDE by sam@example.com waits for a second reviewer"),
         "{waiting}"
     );
     let html = app
-        .visit(&rita.cookie, &format!("/cases/{second}"))
+        .page(&rita.cookie, &format!("/cases/{second}"))
         .await?
         .text();
     assert!(html.contains("id=\"second-form\""));

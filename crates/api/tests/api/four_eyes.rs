@@ -75,7 +75,7 @@ async fn an_override_waits_for_a_second_reviewer_who_is_not_the_first() -> anyho
         .await?;
     assert_eq!(
         (own.status, own.code()),
-        (StatusCode::FORBIDDEN, "not_yours".to_owned()),
+        (StatusCode::FORBIDDEN, "forbidden".to_owned()),
         "{}",
         own.text()
     );

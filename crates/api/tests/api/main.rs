@@ -34,6 +34,11 @@
 //!   filters (mine, unclaimed, awaiting a second reviewer, overdue) and the overdue gauge.
 //! - `desk_review`: the desk's review work as a signed-in person does it (claim, the
 //!   correction form, another reviewer's view, the queue's tabs, `n`).
+//! - `desk`: the operator's desk over HTTP (sign-in, CSRF, roles, tenants, admin pages).
+//! - `desk_session`: the sign-in form's CSRF guard, the `__Host-` cookie, polls and unknown
+//!   cookies that write nothing, the session sweep, page images' cache, password changes.
+//! - `desk_actions`: desk forms applied once per rendered form, the review form's defaults and
+//!   refusals, who changed a case, reprocessing a RESOLVED case, the list's decisions, `n`.
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
@@ -43,7 +48,9 @@ mod cleanup;
 mod corrections;
 mod decisions;
 mod desk;
+mod desk_actions;
 mod desk_review;
+mod desk_session;
 mod faults;
 mod file_types;
 mod four_eyes;

@@ -1,32 +1,30 @@
-//! The case page: the decision with every rule result, the values a rule compared side by
-//! side, every page with evidence boxes, the review and reprocess forms, and the timeline.
+//! The case page's content, built from what the store holds: the decision with every rule
+//! result (its values side by side, the ones that disagree marked apart), every page with its
+//! evidence boxes, the extracted fields, the timeline and earlier resolutions, by people's
+//! and files' names.
 
-use crate::actions::reviews::resolve as resolve_review;
-use crate::actions::{action_error, action_key, check_text, form_key};
-use crate::error::ApiError;
-use crate::state::AppState;
+use super::history::{earlier_resolutions, EarlierResolution};
+use super::wording::{disagreeing, name_files, shown, shown_typed, NamedDocument};
 use crate::ui::cases::when;
 use crate::ui::claims::ReviewDesk;
 use crate::ui::corrections::CorrectionPanel;
-use crate::ui::page::{render, Chrome, DeskError, DeskForm, DeskQuery};
+use crate::ui::page::Chrome;
+use crate::ui::people::People;
 use crate::ui::session::DeskUser;
-use crate::ui::values::{shown, shown_typed};
 use askama::Template;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
 use ironclad_core::page::BBox;
-use ironclad_core::review::ReviewAction;
 use ironclad_core::role::Role;
 use ironclad_core::rules::ComparedValue;
-use ironclad_core::{CaseId, CaseStatus};
-use ironclad_store::read::{AuditView, CaseDetail};
-use ironclad_store::replay::ActionError;
-use ironclad_store::reviews::ReviewRequest;
-use serde::Deserialize;
+use ironclad_core::CaseStatus;
+use ironclad_store::read::{AuditView, CaseDetail, FactView};
+use ironclad_store::reprocess::may_reprocess;
 use serde_json::Value;
 use std::collections::HashMap;
 use uuid::Uuid;
+
+/// Space left around a rule's box, in thousandths of the page: its thin outline is drawn
+/// beside the printed value, not over it.
+const RULE_BOX_MARGIN: u32 = 4;
 
 /// One box over a page, in thousandths of the page's width and height.
 pub(crate) struct Overlay {
@@ -41,7 +39,7 @@ pub(crate) struct Overlay {
 }
 
 impl Overlay {
-    fn new(bbox: &BBox, class: &'static str, label: String) -> Option<Self> {
+    fn new(bbox: &BBox, class: &'static str, label: String, margin: u32) -> Option<Self> {
         let ok = |v: f32| v.is_finite() && (0.0..=1.0).contains(&v);
         if !(ok(bbox.x0) && ok(bbox.y0) && ok(bbox.x1) && ok(bbox.y1)) {
             return None;
@@ -49,12 +47,20 @@ impl Overlay {
         let milli = |v: f32| (v * 1000.0).round() as u32;
         let (x0, x1) = (bbox.x0.min(bbox.x1), bbox.x0.max(bbox.x1));
         let (y0, y1) = (bbox.y0.min(bbox.y1), bbox.y0.max(bbox.y1));
+        let (x, y) = (
+            milli(x0).saturating_sub(margin),
+            milli(y0).saturating_sub(margin),
+        );
+        let (right, bottom) = (
+            (milli(x1) + margin).min(1000),
+            (milli(y1) + margin).min(1000),
+        );
         Some(Self {
             class,
-            x: milli(x0),
-            y: milli(y0),
-            w: milli(x1).saturating_sub(milli(x0)).max(2),
-            h: milli(y1).saturating_sub(milli(y0)).max(2),
+            x,
+            y,
+            w: right.saturating_sub(x).max(2),
+            h: bottom.saturating_sub(y).max(2),
             label,
             rule: None,
             fact: None,
@@ -78,9 +84,12 @@ pub(crate) struct ValueRow {
     pub value: Option<String>,
     pub raw_text: Option<String>,
     pub page_href: Option<String>,
+    /// The page, as the link says it (`p. 2`).
     pub page_label: String,
-    /// The file and page, for the link's tooltip.
-    pub page_title: String,
+    /// The file the value was read from.
+    pub file: String,
+    /// This value is not the one the others agree on.
+    pub differs: bool,
 }
 
 pub(crate) struct RuleItem {
@@ -90,6 +99,8 @@ pub(crate) struct RuleItem {
     pub outcome: String,
     pub message: String,
     pub values: Vec<ValueRow>,
+    /// The one field every value is of (the table then leaves its column out).
+    pub common_field: Option<String>,
 }
 
 pub(crate) struct DecisionItem {
@@ -109,7 +120,9 @@ pub(crate) struct FactItem {
     /// "corrected by Rita: reason (was …)" for a corrected value.
     pub corrected: Option<String>,
     pub value: Option<String>,
-    pub flag: &'static str,
+    pub missing: bool,
+    /// Other readings of the field, when the candidates disagreed.
+    pub readings: Vec<String>,
     pub page_href: Option<String>,
     pub page_label: String,
     pub anchor: String,
@@ -133,9 +146,25 @@ pub(crate) struct TimelineItem {
     pub detail: String,
 }
 
+/// The review form: what it resolves, what it offers, and what was typed before a refusal.
 pub(crate) struct ReviewItem {
     pub version: i32,
     pub idempotency_key: String,
+    /// READY: APPROVE is offered (and OVERRIDE is not).
+    pub ready: bool,
+    pub action: String,
+    pub comment: String,
+    /// Why the last attempt was refused, beside the form.
+    pub problem: Option<String>,
+}
+
+/// The reprocess form, or why this person may not use it.
+pub(crate) struct ReprocessItem {
+    pub allowed: bool,
+    pub why_not: Option<&'static str>,
+    pub idempotency_key: String,
+    pub reason: String,
+    pub problem: Option<String>,
 }
 
 pub(crate) struct Newer {
@@ -144,9 +173,14 @@ pub(crate) struct Newer {
     pub summary: String,
 }
 
+/// Someone changed the case under the person's form: who and what, and the decision now.
 pub(crate) struct Conflict {
+    pub changes: Vec<String>,
+    pub by_someone_else: bool,
     pub message: String,
     pub newer: Option<Newer>,
+    /// The comment the person typed, when no form is left to keep it in.
+    pub kept_comment: Option<String>,
 }
 
 #[derive(Template)]
@@ -159,18 +193,32 @@ pub(crate) struct CasePage {
     pub status_reason: Option<String>,
     pub resolution: Option<String>,
     pub notice: Option<String>,
+    /// A refusal with no form of this person's to show it beside.
+    pub problem: Option<String>,
     pub conflict: Option<Conflict>,
     pub decision: Option<DecisionItem>,
     pub review: Option<ReviewItem>,
-    pub can_reprocess: bool,
-    pub reprocess_key: String,
+    pub reprocess: Option<ReprocessItem>,
     pub documents: Vec<DocumentItem>,
     pub timeline: Vec<TimelineItem>,
+    pub earlier: Vec<EarlierResolution>,
     pub pages: Vec<PageItem>,
+    /// What the page shows of the case's state; its script reloads when the server's differs.
+    pub live_state: String,
+    /// The last audit event shown: a refused action tells what happened since.
+    pub seen_event: i64,
     /// Who reviews the case, what waits for a second reviewer.
     pub desk: ReviewDesk,
     /// The correction form.
     pub correction: CorrectionPanel,
+}
+
+/// What a case page's state is compared by: status, generation and decision version.
+pub(crate) fn live_state(status: &str, generation: i32, decision: Option<i32>) -> String {
+    format!(
+        "{status}:{generation}:{}",
+        decision.map(|v| v.to_string()).unwrap_or_default()
+    )
 }
 
 /// An id safe in an HTML id and a CSS selector.
@@ -194,23 +242,58 @@ fn parse_bbox(value: &Value) -> Option<BBox> {
     serde_json::from_value(value.clone()).ok()
 }
 
-/// Builds the case page from what the store holds; `actors` names users on the timeline.
-pub(crate) fn build(
-    detail: CaseDetail,
-    user: &DeskUser,
-    actors: &HashMap<Uuid, String>,
-) -> CasePage {
+/// The other readings of a field whose candidates disagreed: their text and confidence.
+fn other_readings(fact: &FactView) -> Vec<String> {
+    if !fact.conflict {
+        return Vec::new();
+    }
+    let chosen = fact.value.as_ref().map(shown);
+    let mut readings: Vec<String> = Vec::new();
+    for c in fact.candidates.as_array().into_iter().flatten() {
+        let value = c.get("value").map(shown);
+        if value.is_none() || value == chosen {
+            continue;
+        }
+        let text = value.unwrap_or_default();
+        let sure = c
+            .get("confidence")
+            .and_then(Value::as_f64)
+            .map(|p| format!(" ({:.0} % sure)", p * 100.0))
+            .unwrap_or_default();
+        let line = format!("{text}{sure}");
+        if !readings.iter().any(|r| r.starts_with(&text)) {
+            readings.push(line);
+        }
+        if readings.len() == 3 {
+            break;
+        }
+    }
+    readings
+}
+
+/// Builds the case page for `user`, naming actors through `people`.
+pub(crate) fn build(detail: CaseDetail, user: &DeskUser, people: &People) -> CasePage {
     let case_id = detail.case.id;
-    let source_names: HashMap<Uuid, (usize, String)> = detail
+    let file_of: HashMap<Uuid, &str> = detail
         .sources
         .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id, (i, s.filename.clone())))
+        .map(|s| (s.id, s.filename.as_str()))
         .collect();
-    let page_label = |source: Uuid, page: u32| match source_names.get(&source) {
-        Some((_, name)) => format!("{name}, page {}", page + 1),
-        None => format!("page {}", page + 1),
-    };
+    let file = |source: Uuid| file_of.get(&source).copied().unwrap_or("a file");
+    let named: Vec<NamedDocument> = detail
+        .segments
+        .iter()
+        .map(|s| NamedDocument {
+            doc_type: s
+                .doc_type
+                .clone()
+                .unwrap_or_else(|| "unclassified pages".to_owned()),
+            source: s.source_id,
+            first_page: u32::try_from(s.first_page).unwrap_or(0),
+            last_page: u32::try_from(s.last_page).unwrap_or(0),
+            filename: file(s.source_id).to_owned(),
+        })
+        .collect();
     // Every page of every file, in upload order, each with its boxes.
     let rotations: HashMap<(Uuid, i32), i16> = detail
         .pages
@@ -251,10 +334,7 @@ pub(crate) fn build(
         let title = format!(
             "{} — {}, pages {}–{}",
             segment.doc_type.as_deref().unwrap_or("Unknown document"),
-            source_names
-                .get(&segment.source_id)
-                .map(|(_, n)| n.as_str())
-                .unwrap_or("?"),
+            file(segment.source_id),
             segment.first_page + 1,
             segment.last_page + 1
         );
@@ -269,7 +349,7 @@ pub(crate) fn build(
                         fact.field,
                         fact.value.as_ref().map(shown).unwrap_or_default()
                     );
-                    if let Some(mut overlay) = Overlay::new(&bbox, "fact", label) {
+                    if let Some(mut overlay) = Overlay::new(&bbox, "fact", label, 0) {
                         overlay.fact = Some(fact_anchor.clone());
                         pages[*slot].boxes.push(overlay);
                     }
@@ -287,13 +367,8 @@ pub(crate) fn build(
                     format!("corrected by {}: {}{was}", c.by, c.reason)
                 }),
                 value: fact.value.as_ref().map(shown),
-                flag: if fact.missing {
-                    "missing"
-                } else if fact.conflict {
-                    "conflicting"
-                } else {
-                    ""
-                },
+                missing: fact.missing,
+                readings: other_readings(fact),
                 page_href: page.map(|p| format!("#{}", page_anchor(segment.source_id, p))),
                 page_label: page.map(|p| format!("page {}", p + 1)).unwrap_or_default(),
                 anchor: fact_anchor,
@@ -320,20 +395,35 @@ pub(crate) fn build(
                 let failed = matches!(r.outcome.as_str(), "FAIL" | "REVIEW_REQUIRED");
                 let compared: Vec<ComparedValue> =
                     serde_json::from_value(r.values.clone()).unwrap_or_default();
+                let texts: Vec<Option<String>> = compared
+                    .iter()
+                    .map(|v| v.value.as_deref().map(shown_typed))
+                    .collect();
+                let differs = if failed {
+                    disagreeing(&texts)
+                } else {
+                    vec![false; texts.len()]
+                };
                 let values = compared
                     .iter()
-                    .map(|v| {
+                    .zip(texts)
+                    .zip(differs)
+                    .map(|((v, text), differs)| {
                         let ev = &v.evidence;
                         let at = ev.source_id.zip(ev.page);
                         if let (true, Some((source, page)), Some(bbox)) = (failed, at, ev.bbox) {
                             if let Some(slot) = page_slot.get(&(source, page)) {
                                 let label = format!(
-                                    "{}: {} {}",
+                                    "{}: {} {}{}",
                                     r.rule_id,
                                     v.field,
-                                    v.value.as_deref().map(shown_typed).unwrap_or_default()
+                                    text.as_deref().unwrap_or_default(),
+                                    if differs { " (differs)" } else { "" }
                                 );
-                                if let Some(mut overlay) = Overlay::new(&bbox, "rule-fail", label) {
+                                let class = if differs { "rule-odd" } else { "rule-agree" };
+                                if let Some(mut overlay) =
+                                    Overlay::new(&bbox, class, label, RULE_BOX_MARGIN)
+                                {
                                     overlay.rule = Some(rule_anchor.clone());
                                     pages[*slot].boxes.push(overlay);
                                 }
@@ -342,29 +432,35 @@ pub(crate) fn build(
                         ValueRow {
                             document_type: v.document_type.to_string(),
                             field: v.field.to_string(),
-                            value: v.value.as_deref().map(shown_typed),
                             // The printed text only when it says more than the value.
                             raw_text: ev
                                 .raw_text
                                 .as_deref()
-                                .filter(|raw| {
-                                    v.value.as_deref().map(shown_typed).as_deref() != Some(*raw)
-                                })
+                                .filter(|raw| text.as_deref() != Some(*raw))
                                 .map(str::to_owned),
+                            value: text,
                             page_href: at.map(|(s, p)| format!("#{}", page_anchor(s, p))),
                             page_label: at
-                                .map(|(_, p)| format!("page {}", p + 1))
+                                .map(|(_, p)| format!("p. {}", p + 1))
                                 .unwrap_or_default(),
-                            page_title: at.map(|(s, p)| page_label(s, p)).unwrap_or_default(),
+                            file: ev.source_id.map(file).unwrap_or_default().to_owned(),
+                            differs,
                         }
                     })
-                    .collect();
+                    .collect::<Vec<ValueRow>>();
+                let common_field = match values.first() {
+                    Some(first) if values.iter().all(|v| v.field == first.field) => {
+                        Some(first.field.clone())
+                    }
+                    _ => None,
+                };
                 RuleItem {
+                    common_field,
                     anchor: rule_anchor,
                     rule_id: r.rule_id.clone(),
                     template: r.template.clone(),
                     outcome: r.outcome.clone(),
-                    message: r.message.clone(),
+                    message: name_files(&r.message, &named),
                     values,
                 }
             })
@@ -377,24 +473,33 @@ pub(crate) fn build(
                 (Some(_), Some(v)) => format!("ruleset v{v}"),
                 _ => "the workflow's rules".to_owned(),
             },
-            decided_by: d.decided_by.clone(),
+            decided_by: people.name(&d.decided_by),
             created: when(d.created_at),
             results,
         }
     });
     let role = user.0.principal.role;
-    let awaiting = detail.case.status == CaseStatus::AwaitingReview.as_str();
-    let review = match (&detail.decision, awaiting) {
-        (Some(d), true) if matches!(role, Role::Reviewer | Role::Admin) => Some(ReviewItem {
-            version: d.version,
-            idempotency_key: Uuid::new_v4().to_string(),
-        }),
+    let status = detail.case.status.parse::<CaseStatus>().ok();
+    let review = match (&detail.decision, status) {
+        (Some(d), Some(CaseStatus::AwaitingReview))
+            if matches!(role, Role::Reviewer | Role::Admin) =>
+        {
+            Some(ReviewItem {
+                version: d.version,
+                idempotency_key: Uuid::new_v4().to_string(),
+                ready: d.status == "READY",
+                action: String::new(),
+                comment: String::new(),
+                problem: None,
+            })
+        }
         _ => None,
     };
+    let reprocess = status.and_then(|status| reprocess_item(role, status));
     let timeline = detail
         .audit
         .iter()
-        .map(|e| timeline_item(e, actors))
+        .map(|e| timeline_item(e, people))
         .collect();
     CasePage {
         chrome: Chrome::of(user, "cases"),
@@ -404,15 +509,22 @@ pub(crate) fn build(
             .external_reference
             .clone()
             .unwrap_or_else(|| case_id.to_string()),
+        live_state: live_state(
+            &detail.case.status,
+            detail.case.generation,
+            detail.decision.as_ref().map(|d| d.version),
+        ),
+        seen_event: detail.audit.iter().map(|e| e.id).max().unwrap_or(0),
+        earlier: earlier_resolutions(&detail.audit, people),
         status: detail.case.status.clone(),
         status_reason: detail.case.status_reason.clone(),
         resolution: detail.case.resolution.clone(),
         notice: None,
+        problem: None,
         conflict: None,
         decision,
         review,
-        can_reprocess: matches!(role, Role::Operator | Role::Admin),
-        reprocess_key: Uuid::new_v4().to_string(),
+        reprocess,
         documents,
         timeline,
         pages,
@@ -421,16 +533,34 @@ pub(crate) fn build(
     }
 }
 
-/// An audit event as a line: who by name when the actor is a desk user.
-fn timeline_item(e: &AuditView, actors: &HashMap<Uuid, String>) -> TimelineItem {
-    let actor = e
-        .actor
-        .strip_prefix("user:")
-        .and_then(|id| id.parse::<Uuid>().ok())
-        .and_then(|id| actors.get(&id).cloned())
-        .unwrap_or_else(|| e.actor.clone());
+/// The reprocess form for `role` on a case in `status`: offered when the role may use it,
+/// explained when a role that could act on other cases may not on this one.
+fn reprocess_item(role: Role, status: CaseStatus) -> Option<ReprocessItem> {
+    let allowed = may_reprocess(role, status);
+    match (allowed, role, status) {
+        (Ok(()), _, _) => Some(ReprocessItem {
+            allowed: true,
+            why_not: None,
+            idempotency_key: Uuid::new_v4().to_string(),
+            reason: String::new(),
+            problem: None,
+        }),
+        (Err(why), Role::Operator, _) => Some(ReprocessItem {
+            allowed: false,
+            why_not: Some(why),
+            idempotency_key: String::new(),
+            reason: String::new(),
+            problem: None,
+        }),
+        _ => None,
+    }
+}
+
+/// An audit event as a line, its actor by name.
+fn timeline_item(e: &AuditView, people: &People) -> TimelineItem {
     let pick = |k: &str| e.data.get(k).map(shown);
     let detail = [
+        pick("field"),
         pick("resolution"),
         pick("comment"),
         pick("status"),
@@ -446,212 +576,56 @@ fn timeline_item(e: &AuditView, actors: &HashMap<Uuid, String>) -> TimelineItem 
         at: when(e.created_at),
         at_iso: e.created_at.to_rfc3339(),
         event: e.event_type.replace('_', " ").to_lowercase(),
-        actor,
+        actor: people.name(&e.actor),
         detail,
     }
 }
 
-/// Loads the page of case `id` for `user`: 404 for an unknown or another tenant's case.
-pub(crate) async fn load(
-    state: &AppState,
-    user: &DeskUser,
-    id: &str,
-) -> Result<CasePage, DeskError> {
-    let case: CaseId = id.parse().map_err(|_| ApiError::not_found())?;
-    let tenant = user.0.principal.tenant_id;
-    let detail = state
-        .store
-        .case_detail(Some(tenant), case)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    let user_ids: Vec<Uuid> = detail
-        .audit
-        .iter()
-        .filter_map(|e| e.actor.strip_prefix("user:")?.parse().ok())
-        .collect();
-    let actors = state
-        .store
-        .user_emails(tenant, &user_ids)
-        .await?
-        .into_iter()
-        .collect();
-    let mut page = build(detail, user, &actors);
-    let review = state.store.review_state(tenant.0, case.0).await?;
-    page.desk = ReviewDesk::of(review, user);
-    if !page.desk.may_act {
-        // Someone else holds the review, or an action waits for a second reviewer.
-        page.review = None;
-    }
-    Ok(page)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct ShowParams {
-    done: Option<String>,
-    /// `<segment>:<field>`: open the correction form for that field.
-    correct: Option<String>,
-}
-
-/// `GET /cases/{id}` (`?done=review|reprocess` after an action, to say it was done).
-pub(crate) async fn show(
-    State(state): State<AppState>,
-    user: DeskUser,
-    Path(id): Path<String>,
-    DeskQuery(params): DeskQuery<ShowParams>,
-) -> Result<Response, DeskError> {
-    let mut page = load(&state, &user, &id).await?;
-    page.notice = match params.done.as_deref() {
-        Some("review") => Some("Your review was recorded.".to_owned()),
-        Some("reprocess") => Some("Every document of the case is being read again.".to_owned()),
-        Some(done) => crate::ui::claims::notice(done, page.decision.as_ref().map(|d| d.version)),
-        None => None,
-    };
-    if let Some((segment, field)) = params.correct.as_deref().and_then(|c| c.split_once(':')) {
-        page.correction.open_for(&page.documents, segment, field);
-    }
-    Ok(render(StatusCode::OK, &page))
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReviewForm {
-    #[serde(default)]
-    csrf: String,
-    action: String,
-    expected_decision_version: i32,
-    #[serde(default)]
-    comment: String,
-    #[serde(default)]
-    idempotency_key: String,
-}
-
-/// Re-renders the case page with what went wrong with the action, instead of an error page:
-/// the reviewer sees the conflict next to the current decision.
-pub(crate) async fn answer_with(
-    state: &AppState,
-    user: &DeskUser,
-    id: &str,
-    error: ActionError,
-) -> Result<Response, DeskError> {
-    let (status, conflict) = match error {
-        ActionError::Conflict { message, current } => {
-            let newer = Some(current).and_then(|c| {
-                Some(Newer {
-                    version: c.get("version")?.as_i64()?,
-                    status: c.get("status")?.as_str()?.to_owned(),
-                    summary: c
-                        .get("summary")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                })
-            });
-            (StatusCode::CONFLICT, Conflict { message, newer })
+    fn fact(conflict: bool, candidates: Value) -> FactView {
+        FactView {
+            field: "container_number".into(),
+            value: Some(json!({"kind": "container", "value": {"code": "CBHU6394177"}})),
+            raw_text: None,
+            page: Some(0),
+            bbox: None,
+            confidence: Some(0.9),
+            conflict,
+            missing: false,
+            candidates,
+            version: 1,
+            correction: None,
         }
-        ActionError::Refused(message) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Conflict {
-                message,
-                newer: None,
-            },
-        ),
-        claimed @ ActionError::Claimed { .. } => (
-            StatusCode::CONFLICT,
-            Conflict {
-                message: claimed.to_string(),
-                newer: None,
-            },
-        ),
-        ActionError::Forbidden(message) => (
-            StatusCode::FORBIDDEN,
-            Conflict {
-                message,
-                newer: None,
-            },
-        ),
-        other => return Err(action_error(other).into()),
-    };
-    let mut page = load(state, user, id).await?;
-    page.conflict = Some(conflict);
-    Ok(render(status, &page))
-}
-
-/// `POST /cases/{id}/review` (reviewers and admins).
-pub(crate) async fn review(
-    State(state): State<AppState>,
-    user: DeskUser,
-    Path(id): Path<String>,
-    DeskForm(form): DeskForm<ReviewForm>,
-) -> Result<Response, DeskError> {
-    user.check_csrf(&form.csrf)?;
-    user.require(&[Role::Reviewer, Role::Admin], "resolve reviews")?;
-    let case: CaseId = id.parse().map_err(|_| ApiError::not_found())?;
-    let action: ReviewAction = form.action.parse().map_err(|_| {
-        ApiError::bad_request("invalid_body", "action must be APPROVE, OVERRIDE or REJECT")
-    })?;
-    let comment = form.comment.trim();
-    check_text("comment", Some(comment))?;
-    let comment = (!comment.is_empty()).then(|| comment.to_owned());
-    let key = action_key(
-        &user.0.principal,
-        "review",
-        &form_key(&form.idempotency_key)?,
-        case.0,
-        &serde_json::json!({"action": action, "comment": comment,
-                            "expected_decision_version": form.expected_decision_version}),
-    );
-    let req = ReviewRequest {
-        case: case.0,
-        action,
-        expected_decision_version: form.expected_decision_version,
-        comment,
-        actor: user.0.principal.actor(),
-        actor_role: user.0.principal.role.as_str().to_owned(),
-    };
-    match resolve_review(&state, &key, &req).await {
-        Ok(answer) => {
-            // Held for a second reviewer (four eyes) says so.
-            let done = if answer.status == 202 {
-                "review-proposed"
-            } else {
-                "review"
-            };
-            Ok(Redirect::to(&format!("/cases/{}?done={done}", case.0)).into_response())
-        }
-        Err(e) => answer_with(&state, &user, &id, e).await,
     }
-}
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReprocessForm {
-    #[serde(default)]
-    csrf: String,
-    reason: String,
-    #[serde(default)]
-    idempotency_key: String,
-}
+    #[test]
+    fn a_field_read_differently_lists_its_other_readings_once() {
+        let candidate = |code: &str, confidence: f64| {
+            json!({"value": {"kind": "container", "value": {"code": code}},
+                   "confidence": confidence, "raw": code, "page": 0})
+        };
+        let candidates = json!([
+            candidate("CBHU6394177", 0.9),
+            candidate("CBHU6394171", 0.42),
+            candidate("CBHU6394171", 0.40),
+        ]);
+        assert_eq!(
+            other_readings(&fact(true, candidates.clone())),
+            vec!["CBHU6394171 (42 % sure)".to_owned()]
+        );
+        assert!(other_readings(&fact(false, candidates)).is_empty());
+    }
 
-/// `POST /cases/{id}/reprocess` (operators and admins).
-pub(crate) async fn reprocess(
-    State(state): State<AppState>,
-    user: DeskUser,
-    Path(id): Path<String>,
-    DeskForm(form): DeskForm<ReprocessForm>,
-) -> Result<Response, DeskError> {
-    user.check_csrf(&form.csrf)?;
-    user.require(&[Role::Operator, Role::Admin], "reprocess cases")?;
-    let case: CaseId = id.parse().map_err(|_| ApiError::not_found())?;
-    let key = form_key(&form.idempotency_key)?;
-    let reprocessed = crate::actions::reprocess::reprocess(
-        &state,
-        &user.0.principal,
-        &key,
-        case.0,
-        None,
-        &form.reason,
-    )
-    .await?;
-    match reprocessed {
-        Ok(_) => Ok(Redirect::to(&format!("/cases/{}?done=reprocess", case.0)).into_response()),
-        Err(e) => answer_with(&state, &user, &id, e).await,
+    #[test]
+    fn live_state_names_status_generation_and_version() {
+        assert_eq!(live_state("PROCESSING", 1, None), "PROCESSING:1:");
+        assert_eq!(
+            live_state("AWAITING_REVIEW", 2, Some(3)),
+            "AWAITING_REVIEW:2:3"
+        );
     }
 }
