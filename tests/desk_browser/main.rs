@@ -16,6 +16,10 @@
 //! - `review`: nothing preselected, no APPROVE on BLOCKED, a refusal beside the form keeping the
 //!   comment, "someone else changed this case" naming who and what.
 //! - `layout`: every page at 1366 × 900 and 390 × 844 without sideways scrolling.
+//! - `shared_review`: a value corrected by typing and another by drawing a box, each deciding
+//!   the case again (the correction form at 1366 and 390 px); four eyes with two people signed
+//!   in at once, the proposer refused as their own second; a claim seen from a second browser
+//!   and taken over with a reason.
 //!
 //! Screenshots of every step are written under `$CARGO_TARGET_TMPDIR/desk-browser/<journey>/`
 //! (the path is printed). Without Chromium the test says so and passes, except under `CI=true`, where
@@ -37,3 +41,6 @@ mod review;
 
 /// Every page at 1366 px and on a phone.
 mod layout;
+
+/// Corrections by typing and by a box, four eyes with two people, a claim seen by another.
+mod shared_review;

@@ -256,6 +256,27 @@ pub(crate) async fn apply(
         .bind(correction)
         .fetch_one(&mut **tx)
         .await?;
+    let decision_version = on_version + 1;
+    let old: Option<serde_json::Value> =
+        sqlx::query_scalar("SELECT old FROM corrections WHERE id = $1")
+            .bind(correction)
+            .fetch_optional(&mut **tx)
+            .await?;
+    // Recorded before the decision it causes, so the case's history reads in that order.
+    audit_trail::record(
+        tx,
+        tenant,
+        Some(case),
+        &actor,
+        AuditEventType::FactCorrected,
+        serde_json::json!({
+            "correction_id": correction, "segment_id": segment, "field": field,
+            "old": old, "new": new, "reason": reason, "corrected_by": name,
+            "fact_version": version, "decision_version": decision_version,
+            "confirmed_by": second.map(|s| s.0), "confirmed_by_name": second.map(|s| s.1),
+        }),
+    )
+    .await?;
     cancel_open_review(tx, case).await?;
     // Who acts now: the second reviewer when there is one, else the corrector.
     let decider = second.map_or(actor.as_str(), |s| s.0);
@@ -265,7 +286,7 @@ pub(crate) async fn apply(
             message: "the case changed while it was being decided again; look again".into(),
             current: serde_json::Value::Null,
         })?;
-    if decision.version != on_version + 1 {
+    if decision.version != decision_version {
         return Err(ActionError::Conflict {
             message: format!(
                 "decision version {on_version} is not the current one; look at the newer decision"
@@ -282,25 +303,6 @@ pub(crate) async fn apply(
         .bind(second.and_then(|s| s.2))
         .execute(&mut **tx)
         .await?;
-    let old: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT old FROM corrections WHERE id = $1")
-            .bind(correction)
-            .fetch_optional(&mut **tx)
-            .await?;
-    audit_trail::record(
-        tx,
-        tenant,
-        Some(case),
-        &actor,
-        AuditEventType::FactCorrected,
-        serde_json::json!({
-            "correction_id": correction, "segment_id": segment, "field": field,
-            "old": old, "new": new, "reason": reason, "corrected_by": name,
-            "fact_version": version, "decision_version": decision.version,
-            "confirmed_by": second.map(|s| s.0), "confirmed_by_name": second.map(|s| s.1),
-        }),
-    )
-    .await?;
     Ok(Corrected {
         correction_id: correction,
         case_id: case,

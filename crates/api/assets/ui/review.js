@@ -56,7 +56,7 @@
         const answer = await r.json().catch(() => ({}));
         if (!r.ok) { say((answer.error && answer.error.message) || `could not read it (${r.status})`, true); return; }
         const where = body.box ? `Read in the box: “${answer.text || ""}”. ` : "";
-        if (answer.problem) say(`${where}Not saved as it is: ${answer.problem}`, true);
+        if (answer.problem) say(`${where}Saving would be refused: ${answer.problem}`, true);
         else say(`${where}It will be saved as ${answer.shown}${answer.kind ? ` (${answer.kind})` : ""}.`, false);
       } catch (_) { say("The preview could not be fetched; saving still checks the value.", true); }
     };
