@@ -70,6 +70,7 @@ struct TakeOverBody {
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "The case does not await review", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
+        (status = 422, description = "The JSON does not fit the body (an unknown field, a wrong type)", body = crate::openapi::ErrorBody),
     ),
 )]
 async fn take_over(
