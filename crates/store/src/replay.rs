@@ -33,18 +33,22 @@ impl ActionKey {
         case: Uuid,
         request: &serde_json::Value,
     ) -> Self {
-        let mut text = String::new();
-        canonical(
-            &serde_json::json!({ "case": case, "request": request }),
-            &mut text,
-        );
         Self {
             tenant,
             action,
             key: key.into(),
-            fingerprint: hex::encode(Sha256::digest(text.as_bytes())),
+            fingerprint: fingerprint(&serde_json::json!({ "case": case, "request": request })),
         }
     }
+}
+
+/// The fingerprint of a request: the sha256 (hex) of its canonical JSON. The one way a
+/// replayed request is told from another under the same key — case actions ([`ActionKey`])
+/// and the desk's create forms alike.
+pub fn fingerprint(request: &serde_json::Value) -> String {
+    let mut text = String::new();
+    canonical(request, &mut text);
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// JSON with every object's keys in order, whatever order the value was built in (serde_json

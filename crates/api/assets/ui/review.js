@@ -12,16 +12,21 @@
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
-  // A claim is renewed every minute while its holder has the page open; if someone took it
-  // over meanwhile, the page is shown again as they see it.
+  // A claim is renewed every minute while its holder has the page open. The renewal is a
+  // background call (the poll header): it keeps the claim, not the session, alive, so an idle
+  // session still ends and the claim runs out after it. If someone took the claim over, or
+  // the session ended, the page is shown again as it now stands.
   function renewClaim() {
     const desk = document.querySelector("#review-desk[data-renew]");
     if (!desk) return;
     const url = `/v1/cases/${encodeURIComponent(desk.dataset.case)}/claim`;
     setInterval(async () => {
       try {
-        const r = await post(url);
-        if (r.status === 409) window.location.reload();
+        const r = await fetch(url, {
+          method: "POST",
+          headers: { Accept: "application/json", "X-CSRF-Token": csrf(), "X-Ironclad-Poll": "1" },
+        });
+        if (r.status === 409 || r.status === 401) window.location.reload();
       } catch (_) { /* offline for a moment: the claim lasts 15 minutes */ }
     }, 60 * 1000);
   }

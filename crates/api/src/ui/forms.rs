@@ -14,7 +14,7 @@ use crate::ui::session::DeskUser;
 use hmac::{Hmac, Mac};
 use ironclad_store::desk_forms::{FormError, FormKey};
 use rand::Rng;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -45,17 +45,13 @@ pub(crate) fn form_key(
         )
         .into());
     }
-    let mut digest = Sha256::new();
-    for field in fields {
-        // Length-prefixed, so ("ab", "c") and ("a", "bc") differ.
-        digest.update((field.len() as u64).to_le_bytes());
-        digest.update(field.as_bytes());
-    }
     Ok(FormKey {
         tenant: user.0.principal.tenant_id,
         user: user.0.principal.key_id,
         token: token.to_owned(),
-        fingerprint: hex::encode(digest.finalize()),
+        // The one fingerprint of replayable requests (a JSON list, so ("ab", "c") and
+        // ("a", "bc") differ).
+        fingerprint: ironclad_store::replay::fingerprint(&serde_json::json!(fields)),
     })
 }
 

@@ -68,6 +68,19 @@ async fn a_reviewer_claims_a_case_corrects_a_value_and_sees_the_new_decision() -
         .text();
     assert!(html.contains("You are reviewing this case until"), "{html}");
     assert!(html.contains("data-renew=\"true\""));
+    // What the open page does every minute: a background renewal with the session.
+    let renewed = Answer::read(
+        reqwest::Client::new()
+            .post(app.url(&format!("/v1/cases/{case}/claim")))
+            .header("cookie", &rita.cookie)
+            .header("x-csrf-token", &rita.csrf)
+            .header("x-ironclad-poll", "1")
+            .send()
+            .await?,
+    )
+    .await?;
+    assert_eq!(renewed.status, StatusCode::OK, "{}", renewed.text());
+    assert_eq!(renewed.json()["change"], "renewed");
 
     // Sam reads it but may not act: no review form, no Correct link, the take-over form.
     let html = app.page(&sam.cookie, &page).await?.text();
