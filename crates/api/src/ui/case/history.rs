@@ -33,6 +33,42 @@ pub(crate) fn sentence(event: &AuditView, people: &People) -> String {
                 .unwrap_or_default()
         ),
         "PROCESSING_FAILED" => "recorded a processing failure".to_owned(),
+        "FACT_CORRECTED" => {
+            let value = |k: &str| event.data.get(k).and_then(|v| v.get("value")).map(shown);
+            format!(
+                "corrected {}{}",
+                data("field").unwrap_or_else(|| "a value".to_owned()),
+                match (value("old"), value("new")) {
+                    (Some(old), Some(new)) => format!(" ({old} → {new})"),
+                    (None, Some(new)) => format!(" (to {new})"),
+                    _ => String::new(),
+                }
+            )
+        }
+        "CORRECTION_PROPOSED" => "proposed a correction, for a second reviewer".to_owned(),
+        "RESOLUTION_PROPOSED" => format!(
+            "proposed to {}, for a second reviewer",
+            data("action").unwrap_or_default().to_lowercase()
+        ),
+        "SECOND_CONFIRMED" | "SECOND_DECLINED" => format!(
+            "{} {}'s {}",
+            if event.event_type == "SECOND_CONFIRMED" {
+                "confirmed"
+            } else {
+                "declined"
+            },
+            data("proposed_by_name").unwrap_or_else(|| "someone".to_owned()),
+            data("action").unwrap_or_default().to_lowercase()
+        ),
+        "REVIEW_CLAIMED" => "claimed the review".to_owned(),
+        "REVIEW_TAKEN_OVER" => format!(
+            "took the review over from {}",
+            data("from_name").unwrap_or_else(|| "someone".to_owned())
+        ),
+        "REVIEW_RELEASED" => match data("holder_name") {
+            Some(holder) => format!("released {holder}'s claim"),
+            None => "released a claim".to_owned(),
+        },
         other => other.replace('_', " ").to_lowercase(),
     };
     format!("{who} {what} at {}", when(event.created_at))
@@ -90,4 +126,50 @@ pub(crate) fn earlier_resolutions(audit: &[AuditView], people: &People) -> Vec<E
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: &str, data: serde_json::Value) -> AuditView {
+        AuditView {
+            id: 1,
+            actor: "system".into(),
+            event_type: kind.into(),
+            data,
+            created_at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn the_review_desk_s_events_read_as_sentences() {
+        let people = People::default();
+        let said = |kind: &str, data| sentence(&event(kind, data), &people);
+        let corrected = said(
+            "FACT_CORRECTED",
+            json!({"field": "container_number",
+                   "old": {"value": {"kind": "container_number", "value": {"code": "CBHU6394182"}}},
+                   "new": {"value": {"kind": "container_number", "value": {"code": "CBHU6394177"}}}}),
+        );
+        assert!(
+            corrected.contains("corrected container_number (CBHU6394182 → CBHU6394177) at"),
+            "{corrected}"
+        );
+        let confirmed = said(
+            "SECOND_CONFIRMED",
+            json!({"proposed_by_name": "Rita Reviewer", "action": "OVERRIDE"}),
+        );
+        assert!(
+            confirmed.contains("confirmed Rita Reviewer's override"),
+            "{confirmed}"
+        );
+        let taken = said("REVIEW_TAKEN_OVER", json!({"from_name": "Rita Reviewer"}));
+        assert!(
+            taken.contains("took the review over from Rita Reviewer"),
+            "{taken}"
+        );
+        assert!(said("REVIEW_RELEASED", json!({})).contains("released a claim"));
+    }
 }
