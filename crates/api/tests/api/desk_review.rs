@@ -202,6 +202,10 @@ async fn the_queue_tabs_show_claims_second_reviews_and_overdue_cases_and_n_moves
         .await?
         .text();
     assert!(unclaimed.contains(&second.to_string()) && !unclaimed.contains(&first.to_string()));
+    // The operations page counts it with the pilot measures.
+    let ada = app.person("ada@example.com", Role::Admin).await?;
+    let operations = app.page(&ada.cookie, "/operations").await?.text();
+    assert!(operations.contains("· 1 overdue"), "{operations}");
     let overdue = app.page(&rita.cookie, "/queue?show=overdue").await?.text();
     assert!(overdue.contains(&second.to_string()) && !overdue.contains(&first.to_string()));
 
