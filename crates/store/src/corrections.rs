@@ -191,7 +191,7 @@ const CORRECTION_APPLIED: &str = r#"
 UPDATE corrections SET status = 'APPLIED', new_fact_id = $2, decision_version = $3,
     second_actor = $4, second_actor_name = $5, second_comment = $6,
     second_at = CASE WHEN $4::text IS NULL THEN NULL ELSE now() END
-WHERE id = $1 AND status IN ('APPLIED', 'AWAITING_SECOND')
+WHERE id = $1 AND status = 'AWAITING_SECOND'
 "#;
 
 const CORRECTION_DECLINED: &str = r#"

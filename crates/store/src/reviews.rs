@@ -218,6 +218,7 @@ pub(crate) struct OpenReview {
     pub decision_status: String,
     pub created_at: DateTime<Utc>,
     pub proposed_action: Option<String>,
+    pub proposed_resolution: Option<String>,
     pub proposed_comment: Option<String>,
     pub correction_id: Option<Uuid>,
     pub proposed_by: Option<String>,
@@ -247,7 +248,10 @@ impl OpenReview {
             case_id: case,
             decision_version: self.decision_version,
             action,
-            resolution: None,
+            resolution: self
+                .proposed_resolution
+                .as_deref()
+                .and_then(|r| r.parse().ok()),
             comment: self.proposed_comment.clone(),
             correction_id: self.correction_id,
             proposed_by: self.proposed_by.clone()?,
@@ -259,7 +263,8 @@ impl OpenReview {
 
 const OPEN_FOR_CASE: &str = r#"
 SELECT r.id, r.status, r.decision_version, r.decision_status, r.created_at,
-       r.proposed_action, r.proposed_comment, r.correction_id, r.proposed_by,
+       r.proposed_action, r.proposed_resolution, r.proposed_comment, r.correction_id,
+       r.proposed_by,
        r.proposed_by_name, r.proposed_role, r.proposed_at,
        (SELECT max(version) FROM decisions WHERE case_id = r.case_id) AS latest,
        coalesce(d.evidence #> '{rules,policy,four_eyes}', '[]'::jsonb) AS four_eyes
