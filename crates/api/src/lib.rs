@@ -34,6 +34,7 @@ pub mod auth;
 pub mod error;
 pub mod intake;
 pub mod openapi;
+pub mod paging;
 pub mod password;
 pub mod report_pdf;
 pub mod router;

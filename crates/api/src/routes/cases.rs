@@ -6,7 +6,7 @@
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::intake;
-use crate::routes::paging::Paging;
+use crate::paging::Paging;
 use crate::state::{AppState, IntakeLimits};
 use crate::throttle::IntakeSlots;
 use axum::extract::multipart::MultipartRejection;

@@ -9,8 +9,8 @@
 use crate::actions::{self, action_error, action_key, check_text};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::paging::Paging;
 use crate::routes::cases::{idempotency_key, IDEMPOTENT_REPLAYED};
-use crate::routes::paging::Paging;
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};

@@ -6,7 +6,6 @@ pub mod corrections;
 pub mod decisions;
 pub mod notifications;
 pub mod ops;
-pub mod paging;
 pub mod report;
 pub mod rulesets;
 pub mod webhooks;

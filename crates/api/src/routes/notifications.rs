@@ -4,7 +4,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::paging::Paging;
+use crate::paging::Paging;
 use crate::state::AppState;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};

@@ -7,8 +7,8 @@
 use crate::actions::webhooks::{checked_endpoint, requeue_delivery};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::paging::Paging;
 use crate::routes::notifications::path_id;
-use crate::routes::paging::Paging;
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{Path, State};

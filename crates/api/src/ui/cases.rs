@@ -1,6 +1,7 @@
 //! The cases list (status tabs with live counts, search by reference, keyset pages) and the
 //! upload page.
 
+use crate::paging::Paging;
 use crate::state::AppState;
 use crate::ui::page::{render, Chrome, DeskError, DeskQuery};
 use crate::ui::session::DeskUser;
@@ -11,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use ironclad_core::CaseStatus;
-use ironclad_store::read::{decode_cursor, encode_cursor, CaseSummary};
+use ironclad_store::read::{decode_cursor, CaseSummary};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::HashMap;
@@ -130,6 +131,11 @@ pub(crate) async fn list(
             crate::error::ApiError::bad_request("invalid_cursor", "this page link is not valid")
         })?),
     };
+    // The API's keyset paging: one row more than shown says whether a next page exists.
+    let paging = Paging {
+        limit: PAGE_SIZE,
+        after,
+    };
     let cases = state
         .store
         .search_cases(
@@ -137,9 +143,10 @@ pub(crate) async fn list(
             status,
             (!reference.is_empty()).then_some(reference.as_str()),
             after,
-            PAGE_SIZE,
+            paging.fetch(),
         )
         .await?;
+    let (cases, next) = paging.page(cases, |c| (c.created_at, c.id));
     let ids: Vec<uuid::Uuid> = cases.iter().map(|c| c.id).collect();
     let decisions: HashMap<uuid::Uuid, String> = state
         .store
@@ -172,16 +179,13 @@ pub(crate) async fn list(
             href: query_string(&[("status", s.as_str()), ("reference", &reference)]),
         });
     }
-    let next_href = (cases.len() as i64 == PAGE_SIZE)
-        .then(|| cases.last())
-        .flatten()
-        .map(|last| {
-            query_string(&[
-                ("status", status_text),
-                ("reference", &reference),
-                ("after", &encode_cursor(last.created_at, last.id)),
-            ])
-        });
+    let next_href = next.map(|cursor| {
+        query_string(&[
+            ("status", status_text),
+            ("reference", &reference),
+            ("after", cursor.as_str()),
+        ])
+    });
     let page = CasesPage {
         chrome: Chrome::of(&user, "cases"),
         tabs,

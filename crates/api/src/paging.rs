@@ -1,7 +1,7 @@
-//! The one keyset pagination of every listing: `limit` and `cursor` read from the query
-//! string (each mistake its own 400), one row more than asked fetched, and `next_cursor`
-//! given only when another page exists — so the last page says so instead of sending the
-//! client to an empty one.
+//! The one keyset pagination of every listing, the API's and the desk's: `limit` and `cursor`
+//! read from the query string (each mistake its own 400), one row more than asked fetched, and
+//! a next page (`next_cursor`, the desk's Next link) only when another page exists — so the
+//! last page says so instead of sending the client to an empty one.
 
 use crate::error::ApiError;
 use axum::extract::{FromRequestParts, Query};
