@@ -119,6 +119,8 @@ pub struct CorrectionTarget {
     pub document: Option<TargetDocument>,
     /// The latest decision's version.
     pub decision_version: Option<i32>,
+    /// It, as a conflict's `details.current` shows it (version, status, summary, written).
+    pub current_decision: serde_json::Value,
     /// Its frozen snapshot's rules (`{source, ruleset_id, ruleset_version, policy, rules}`).
     pub decision_rules: Option<serde_json::Value>,
 }
@@ -139,12 +141,15 @@ pub struct TargetDocument {
 /// $1 tenant, $2 case, $3 segment of the case's current reading (or NULL for none).
 const TARGET: &str = r#"
 SELECT c.status, s.id, s.doc_type, s.source_id, s.first_page, s.last_page, d.version,
-       d.evidence -> 'rules'
+       d.evidence -> 'rules',
+       CASE WHEN d.version IS NOT NULL THEN
+           json_build_object('version', d.version, 'status', d.status, 'summary', d.summary,
+                             'created_at', d.created_at)::jsonb END
 FROM cases c
 LEFT JOIN segments s ON s.case_id = c.id AND s.generation = c.generation AND s.active
                     AND s.id = $3
-LEFT JOIN LATERAL (SELECT version, evidence FROM decisions WHERE case_id = c.id
-                   ORDER BY version DESC LIMIT 1) d ON true
+LEFT JOIN LATERAL (SELECT version, evidence, status, summary, created_at FROM decisions
+                   WHERE case_id = c.id ORDER BY version DESC LIMIT 1) d ON true
 WHERE c.id = $2 AND c.tenant_id = $1
 "#;
 
@@ -333,6 +338,7 @@ impl Store {
             Option<i32>,
             Option<i32>,
             Option<serde_json::Value>,
+            Option<serde_json::Value>,
         );
         let row: Option<Row> = sqlx::query_as(TARGET)
             .bind(tenant)
@@ -341,7 +347,7 @@ impl Store {
             .fetch_optional(self.pool())
             .await?;
         Ok(row.map(
-            |(case_status, id, doc_type, source_id, first, last, version, rules)| {
+            |(case_status, id, doc_type, source_id, first, last, version, rules, current)| {
                 CorrectionTarget {
                     case_status,
                     document: match (id, source_id, first, last) {
@@ -356,6 +362,7 @@ impl Store {
                         _ => None,
                     },
                     decision_version: version,
+                    current_decision: current.unwrap_or_default(),
                     decision_rules: rules,
                 }
             },

@@ -501,6 +501,19 @@ pub(crate) async fn correct(
             },
         ));
     }
+    if target.decision_version != Some(input.expected_decision_version) {
+        // Stale already: say so before reading a box (the store checks again under the lock).
+        return Err(Failure::Action(
+            ironclad_store::replay::ActionError::Conflict {
+                message: format!(
+                    "decision version {} is not the current one ({}); look at the newer decision",
+                    input.expected_decision_version,
+                    target.decision_version.unwrap_or_default()
+                ),
+                current: target.current_decision.clone(),
+            },
+        ));
+    }
     let read = read_given(state, &at, &input.given).await?;
     let parsed = read.parsed.map_err(|message| {
         if read.text.is_empty() && matches!(input.given, Given::Box { .. }) {
