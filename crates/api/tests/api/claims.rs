@@ -291,3 +291,41 @@ async fn the_queue_filters_by_claim_second_reviewer_and_sla_and_counts_the_overd
     app.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reviewers_claiming_at_once_one_holds_it_and_the_other_is_told_who(
+) -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let case = app.decided_case().await?;
+    let (rita, sam) = (
+        app.key_for(app.tenant, Role::Reviewer).await?,
+        app.key_for(app.tenant, Role::Reviewer).await?,
+    );
+    let claim = format!("/v1/cases/{case}/claim");
+    let (a, b) = tokio::join!(
+        app.post_as(&rita, &claim, None, &json!(null)),
+        app.post_as(&sam, &claim, None, &json!(null))
+    );
+    let (a, b) = (a?, b?);
+    let mut statuses = vec![a.status, b.status];
+    statuses.sort();
+    assert_eq!(statuses, vec![StatusCode::OK, StatusCode::CONFLICT]);
+    let (won, lost) = if a.status == StatusCode::OK {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    assert_eq!(lost.code(), "claimed");
+    assert_eq!(
+        lost.json()["error"]["details"]["claimed_by"],
+        won.json()["holder_name"]
+    );
+    assert_eq!(app.count("SELECT count(*) FROM review_claims").await?, 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE event_type = 'REVIEW_CLAIMED'")
+            .await?,
+        1
+    );
+    app.stop().await;
+    Ok(())
+}
