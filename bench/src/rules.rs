@@ -168,6 +168,7 @@ fn case(schema: &Schema) -> anyhow::Result<CaseFacts> {
                     // Scanned pages: the costlier path, where a contradiction between
                     // identifiers is also checked for OCR's confusions.
                     read_method: Some(ReadMethod::Ocr),
+                    correction: None,
                 },
                 conflict: false,
                 missing: false,

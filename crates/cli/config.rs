@@ -280,12 +280,18 @@ pub struct RoleSettings {
     /// A desk session unused this long ends.
     #[arg(long, env = "IRONCLAD_SESSION_IDLE", default_value = "2h", value_parser = parse_duration)]
     pub session_idle: Duration,
+    /// How long a reviewer's claim on a case's review lasts unless renewed (the desk renews it
+    /// while the case's page is open).
+    #[arg(long, env = "IRONCLAD_REVIEW_CLAIM", default_value = "15m", value_parser = parse_duration)]
+    pub review_claim: Duration,
     /// A desk session ends this long after sign-in, however used.
     #[arg(long, env = "IRONCLAD_SESSION_LIFETIME", default_value = "12h", value_parser = parse_duration)]
     pub session_lifetime: Duration,
-    /// Mark the desk's session cookie Secure (set when users reach Ironclad over HTTPS; it is
-    /// also set when a proxy sends `X-Forwarded-Proto: https`).
-    #[arg(long, env = "IRONCLAD_SECURE_COOKIES", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    /// The desk's cookies are Secure and `__Host-` prefixed (`__Host-ironclad_session`).
+    /// Browsers take them over HTTPS and from http://localhost or http://127.0.0.1; set false
+    /// only to try the desk over plain HTTP on another address (development; `ironclad
+    /// doctor` warns).
+    #[arg(long, env = "IRONCLAD_SECURE_COOKIES", default_value_t = true, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub secure_cookies: bool,
     /// Desk sign-in attempts per minute, per account and per client address (0: unlimited).
     #[arg(long, env = "IRONCLAD_LOGIN_ATTEMPTS_PER_MINUTE", default_value_t = 10)]
@@ -378,6 +384,12 @@ impl RoleSettings {
             "claim idle ({:?}) must exceed the lease renew interval ({:?}), or live jobs' messages get reclaimed",
             self.claim_idle,
             self.lease / 3
+        );
+        // The desk renews a review's claim every minute while its page is open.
+        anyhow::ensure!(
+            self.review_claim >= std::time::Duration::from_secs(120),
+            "review claim ({:?}) must be at least 2 minutes: the desk renews it every minute",
+            self.review_claim
         );
         Ok(config)
     }

@@ -13,7 +13,7 @@
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::throttle::RateLimiters;
-use crate::ui::session::{api_call_allowed, csrf_refused, session_of};
+use crate::ui::session::{api_call_allowed, csrf_refused, password_change_required, session_of};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
@@ -192,11 +192,15 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 /// A browser's call with the desk's session cookie: unsafe methods need the session's CSRF
-/// token in `X-CSRF-Token` (a cookie is sent by the browser whoever made the page).
+/// token in `X-CSRF-Token` (a cookie is sent by the browser whoever made the page), and a user
+/// whose password an admin set must change it first.
 async fn from_session(parts: &Parts, state: &AppState) -> Result<Caller, ApiError> {
-    let session = session_of(&parts.headers, state)
+    let (session, _) = session_of(&parts.headers, state)
         .await?
         .ok_or(ApiError::Unauthenticated)?;
+    if session.must_change_password {
+        return Err(password_change_required());
+    }
     if !api_call_allowed(&parts.method, &parts.headers, &session) {
         return Err(csrf_refused());
     }

@@ -29,10 +29,12 @@
 //! logged, never returned (see [`ApiError`]).
 #![deny(missing_docs)]
 
+pub mod actions;
 pub mod auth;
 pub mod error;
 pub mod intake;
 pub mod openapi;
+pub mod paging;
 pub mod password;
 pub mod report_pdf;
 pub mod router;

@@ -46,6 +46,12 @@ pub const DESK_SESSION: &str = "desk_session";
         crate::routes::cases::get_case,
         crate::routes::decisions::list_reviews,
         crate::routes::decisions::review_case,
+        crate::routes::decisions::second_opinion,
+        crate::routes::corrections::correct,
+        crate::routes::corrections::preview,
+        crate::routes::claims::claim,
+        crate::routes::claims::take_over,
+        crate::routes::claims::release,
         crate::routes::decisions::reprocess_case,
         crate::routes::decisions::reevaluate_case,
         crate::routes::report::report,
@@ -73,7 +79,7 @@ pub const DESK_SESSION: &str = "desk_session";
     modifiers(&CommonAnswers),
     tags(
         (name = "cases", description = "Intake and reads of cases"),
-        (name = "decisions", description = "Reviews, reprocessing and reevaluation"),
+        (name = "decisions", description = "Reviews (claims, four eyes), corrections, reprocessing and reevaluation"),
         (name = "rulesets", description = "Managed rules per workflow (admin)"),
         (name = "notifications", description = "The tenant's inbox"),
         (name = "webhooks", description = "Endpoints and their deliveries (admin)"),
@@ -146,12 +152,144 @@ pub struct ReviewAnswer {
     pub resolution: ironclad_core::review::Resolution,
     /// The decision version resolved.
     pub decision_version: i32,
-    /// Who resolved it.
+    /// Who resolved it (who proposed it, under four eyes).
     pub actor: String,
+    /// The second reviewer who confirmed it, under the policy's `four_eyes`.
+    pub confirmed_by: Option<String>,
     /// When.
     pub resolved_at: chrono::DateTime<chrono::Utc>,
     /// How long the decision waited for a person.
     pub waited_seconds: f64,
+}
+
+/// An action held for a second reviewer (202 `AWAITING_SECOND`), or a proposal a second
+/// reviewer declined (the review `PENDING` again).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProposalAnswer {
+    /// The review.
+    pub review_id: uuid::Uuid,
+    /// The case.
+    pub case_id: uuid::Uuid,
+    /// `AWAITING_SECOND`, or `PENDING` once declined.
+    pub status: ironclad_core::review::ReviewStatus,
+    /// The decision version it is about.
+    pub decision_version: i32,
+    /// What was proposed.
+    pub proposed: ProposedView,
+}
+
+/// What a reviewer proposed under four eyes.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProposedView {
+    /// APPROVE, OVERRIDE, REJECT or CORRECTION.
+    pub action: ironclad_core::review::FourEyesAction,
+    /// The resolution it records (resolutions only).
+    pub resolution: Option<ironclad_core::review::Resolution>,
+    /// The proposer's comment (or the correction's reason).
+    pub comment: Option<String>,
+    /// The correction it applies (corrections only).
+    pub correction_id: Option<uuid::Uuid>,
+    /// Who proposed it.
+    pub by: String,
+    /// Their name, as people read it.
+    pub by_name: String,
+    /// When.
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A second reviewer's answer: the case resolved, or the proposal declined.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SecondAnswer {
+    /// A resolution confirmed.
+    Resolved(ReviewAnswer),
+    /// The proposal declined.
+    Declined(ProposalAnswer),
+}
+
+/// A correction applied (`POST /v1/cases/{id}/corrections`, or a second reviewer's CONFIRM).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionAnswer {
+    /// Always `APPLIED`.
+    pub status: String,
+    /// The correction (its record keeps the old value and its evidence).
+    pub correction_id: uuid::Uuid,
+    /// The case.
+    pub case_id: uuid::Uuid,
+    /// The document.
+    pub segment_id: uuid::Uuid,
+    /// The field.
+    pub field: String,
+    /// The fact version now current.
+    pub fact_version: i32,
+    /// Who corrected it, as people read it.
+    pub corrected_by: String,
+    /// The decision written: version N+1, origin `correction`.
+    pub decision: WrittenDecision,
+}
+
+/// What a text or a box reads as (`POST /v1/cases/{id}/corrections/preview`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionPreview {
+    /// The text: as typed, or the words read in the box.
+    pub text: String,
+    /// The value the field's parser read (`{"kind", "value"}`); `null` when it did not parse.
+    #[schema(value_type = Object, nullable)]
+    pub value: serde_json::Value,
+    /// The value as the desk shows it.
+    pub shown: Option<String>,
+    /// The field's parser (`text`, `money`, `date`, …).
+    pub kind: Option<String>,
+    /// The parser's message when the text does not parse.
+    pub problem: Option<String>,
+    /// The box's page (0-based), for a box.
+    pub page: Option<u32>,
+    /// The box, for a box.
+    #[serde(rename = "box")]
+    pub region: Option<BoxView>,
+    /// How sure the reading is (its least sure word), for a box.
+    pub confidence: Option<f32>,
+}
+
+/// A box on a page, in fractions of the page.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BoxView {
+    /// Left edge.
+    pub x0: f32,
+    /// Top edge.
+    pub y0: f32,
+    /// Right edge.
+    pub x1: f32,
+    /// Bottom edge.
+    pub y1: f32,
+}
+
+/// A claim on a case's review.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClaimAnswer {
+    /// The case.
+    pub case_id: uuid::Uuid,
+    /// Who holds it.
+    pub holder: String,
+    /// Their name, as people read it.
+    pub holder_name: String,
+    /// Since when.
+    pub claimed_at: chrono::DateTime<chrono::Utc>,
+    /// Until when, unless renewed.
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    /// Whether the caller holds it.
+    pub yours: bool,
+    /// What this call did.
+    pub change: ironclad_store::claims::ClaimChange,
+}
+
+/// Whether a claim was released.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Released {
+    /// The case.
+    pub case_id: uuid::Uuid,
+    /// False when no claim was live.
+    pub released: bool,
 }
 
 /// A new decision version (`POST /v1/cases/{id}/reevaluate`).
@@ -316,8 +454,9 @@ impl Modify for CommonAnswers {
             DESK_SESSION.to_owned(),
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 crate::ui::session::SESSION_COOKIE,
-                "The desk's session cookie (sign in at /login). Unsafe methods also need the \
-                 session's CSRF token in the X-CSRF-Token header, else 403 csrf_refused.",
+                "The desk's session cookie (sign in at /login; `ironclad_session` when the server runs \
+                 with IRONCLAD_SECURE_COOKIES=false). Unsafe methods also need the session's CSRF \
+                 token in the X-CSRF-Token header, else 403 csrf_refused.",
             ))),
         );
         for (_, name, description) in COMMON {

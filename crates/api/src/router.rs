@@ -29,6 +29,8 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .merge(routes::cases::router(&config.limits))
         .merge(routes::decisions::router())
+        .merge(routes::corrections::router())
+        .merge(routes::claims::router())
         .merge(routes::rulesets::router())
         .merge(routes::report::router())
         .merge(routes::notifications::router())
@@ -88,12 +90,19 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         tracing::debug!(%addr, "http api serving");
     }
-    axum::serve(
+    // Whoever serves the desk deletes its expired sessions; the sweep ends with the server.
+    let sweeper = tokio::spawn(crate::ui::sweep_sessions_every(
+        state.store.clone(),
+        state.config.desk.session_sweep_every,
+    ));
+    let served = axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
-    .await
+    .await;
+    sweeper.abort();
+    served
 }
 
 /// Serves [`metrics_router`] on `listener` until `shutdown` resolves.

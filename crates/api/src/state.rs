@@ -5,6 +5,7 @@ use ironclad_core::faults::Faults;
 use ironclad_core::RetryPolicy;
 use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::preview::PagePreviewer;
+use ironclad_documents::regions::RegionReader;
 use ironclad_queue::Queue;
 use ironclad_store::users::SessionPolicy;
 use ironclad_store::Store;
@@ -67,14 +68,17 @@ impl RateLimit {
 pub struct DeskConfig {
     /// How long sessions live. Default: 2 h idle, 12 h at most (a working day).
     pub sessions: SessionPolicy,
-    /// Mark the session cookie `Secure` always (set behind TLS). It is also set when a proxy
-    /// says the request came over HTTPS (`X-Forwarded-Proto: https`).
+    /// The desk's cookies are `Secure` and `__Host-` prefixed (default). Browsers accept them
+    /// over HTTPS and from `http://localhost` / `http://127.0.0.1`; only plain HTTP on another
+    /// address (a development box on a LAN) needs this off, which drops the prefix too.
     pub secure_cookies: bool,
     /// Sign-in attempts per minute per account and per address; 0 disables. Default 10, with
     /// a burst of 5: a person who mistypes is not held up, a password guesser gets 10 a minute.
     pub login_attempts_per_minute: u32,
     /// Page previews kept in memory, in MiB. Default 128 (a few hundred pages).
     pub preview_cache_mib: u64,
+    /// How often an API process deletes expired sessions. Default 10 min.
+    pub session_sweep_every: Duration,
 }
 
 impl Default for DeskConfig {
@@ -84,9 +88,10 @@ impl Default for DeskConfig {
                 idle: Duration::from_secs(2 * 3600),
                 lifetime: Duration::from_secs(12 * 3600),
             },
-            secure_cookies: false,
+            secure_cookies: true,
             login_attempts_per_minute: 10,
             preview_cache_mib: 128,
+            session_sweep_every: Duration::from_secs(600),
         }
     }
 }
@@ -141,6 +146,10 @@ pub struct ApiConfig {
     pub webhook_allow_private: bool,
     /// The operator's desk.
     pub desk: DeskConfig,
+    /// How long a reviewer's claim on a case's review lasts unless renewed. Default 15 min:
+    /// the desk renews it every minute while the case's page is open, so a claim outlives
+    /// its reviewer's page by at most this.
+    pub review_claim: Duration,
 }
 
 impl Default for ApiConfig {
@@ -158,6 +167,7 @@ impl Default for ApiConfig {
             default_workflow: None,
             webhook_allow_private: false,
             desk: DeskConfig::default(),
+            review_claim: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -180,6 +190,7 @@ impl std::fmt::Debug for ApiConfig {
             .field("default_workflow", &self.default_workflow)
             .field("webhook_allow_private", &self.webhook_allow_private)
             .field("desk", &self.desk)
+            .field("review_claim", &self.review_claim)
             .finish()
     }
 }
@@ -207,6 +218,9 @@ pub struct AppState {
     /// Renders the page images the desk shows: the binary hands it the reading
     /// implementation, so a page is shown as it was read.
     pub previews: Arc<dyn PagePreviewer>,
+    /// Reads a box a reviewer drew on a page (a correction): the binary hands it the second
+    /// look's crop reader.
+    pub regions: Arc<dyn RegionReader>,
 }
 
 impl std::fmt::Debug for AppState {

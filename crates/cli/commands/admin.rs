@@ -29,6 +29,9 @@ pub enum ApiKeyCommand {
         /// operator, reviewer or admin.
         #[arg(long, default_value = "operator")]
         role: String,
+        /// What the key is for ("ERP connector"): how people see it on the desk.
+        #[arg(long)]
+        label: Option<String>,
     },
     /// Revoke a key; every API process refuses it within 1 s. Revoking twice changes nothing.
     Revoke {
@@ -86,7 +89,11 @@ pub async fn tenant(c: &Connections, cmd: TenantCommand) -> anyhow::Result<ExitC
 pub async fn apikey(c: &Connections, cmd: ApiKeyCommand) -> anyhow::Result<ExitCode> {
     let store = connect_store(c).await?;
     match cmd {
-        ApiKeyCommand::Create { tenant, role } => {
+        ApiKeyCommand::Create {
+            tenant,
+            role,
+            label,
+        } => {
             let role: Role = role
                 .parse()
                 .map_err(|e| anyhow::anyhow!("{e} (use operator, reviewer or admin)"))?;
@@ -95,8 +102,12 @@ pub async fn apikey(c: &Connections, cmd: ApiKeyCommand) -> anyhow::Result<ExitC
                     "no tenant named {tenant:?}; create it with `ironclad tenant create {tenant}`"
                 )
             })?;
+            let label = label.map(|l| l.trim().to_owned()).filter(|l| !l.is_empty());
+            if label.as_ref().is_some_and(|l| l.chars().count() > 200) {
+                anyhow::bail!("--label must be at most 200 characters");
+            }
             let key = store
-                .create_api_key_by(tenant_id, role, &cli_actor())
+                .create_labelled_api_key(tenant_id, role, label.as_deref(), &cli_actor())
                 .await?;
             eprintln!(
                 "API key {} created for tenant {tenant} with role {role}; it is shown only now:",

@@ -14,7 +14,7 @@ use ironclad_reading::ExtractCompiler;
 use ironclad_store::decisions::RulesApplied;
 use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
-use ironclad_store::reviews::ReviewRequest;
+use ironclad_store::reviews::{ReviewOutcome, ReviewRequest};
 use ironclad_store::Store;
 use serde_json::json;
 use std::path::PathBuf;
@@ -40,7 +40,9 @@ pub struct ReviewArgs {
     pub idempotency_key: Option<String>,
 }
 
-/// `ironclad reprocess CASE`
+/// `ironclad reprocess CASE`: read a case again as a new generation. The command line acts
+/// with an admin's rights, so it may also reopen a RESOLVED case (which the API and the desk
+/// allow only reviewers and admins); the earlier resolution stays in the case's history.
 #[derive(Debug, Args)]
 pub struct ReprocessArgs {
     /// The case id.
@@ -145,18 +147,17 @@ async fn case_tenant(
         .with_context(|| format!("no case {case}"))
 }
 
+/// The command's replay key: the one given, or a fresh one (the command then applies once
+/// per invocation), with the fingerprint the API and the desk use.
 fn key(
     tenant: Uuid,
     action: &'static str,
     given: Option<String>,
-    fingerprint: String,
+    case: CaseId,
+    request: serde_json::Value,
 ) -> ActionKey {
-    ActionKey {
-        tenant,
-        action,
-        key: given.unwrap_or_else(|| format!("cli-{}", Uuid::now_v7())),
-        fingerprint,
-    }
+    let given = given.unwrap_or_else(|| format!("cli-{}", Uuid::now_v7()));
+    ActionKey::new(tenant, action, given, case.0, &request)
 }
 
 fn print_answer(result: Result<ActionAnswer, ActionError>) -> anyhow::Result<ExitCode> {
@@ -186,11 +187,14 @@ pub async fn review(c: &Connections, args: ReviewArgs) -> anyhow::Result<ExitCod
     let action: ReviewAction = args.action.to_ascii_uppercase().parse()?;
     let store = connect_store(c).await?;
     let ctx = case_tenant(&store, case).await?;
-    let fp = format!(
-        "{case}:{action}:{}:{:?}",
-        args.expected_version, args.comment
+    let k = key(
+        ctx.tenant_id,
+        "review",
+        args.idempotency_key,
+        case,
+        json!({"action": action, "expected_decision_version": args.expected_version,
+               "comment": args.comment}),
     );
-    let k = key(ctx.tenant_id, "review", args.idempotency_key, fp);
     let req = ReviewRequest {
         case: case.0,
         action,
@@ -199,7 +203,16 @@ pub async fn review(c: &Connections, args: ReviewArgs) -> anyhow::Result<ExitCod
         actor: cli_actor(),
         actor_role: "admin".into(),
     };
-    print_answer(store.resolve_review(&k, &req, |r| json!(r)).await)
+    print_answer(
+        store
+            .resolve_review(&k, &req, |outcome| match outcome {
+                ReviewOutcome::Resolved(r) => json!(r),
+                ReviewOutcome::AwaitingSecond(p) => {
+                    json!({"status": "AWAITING_SECOND", "proposed": p})
+                }
+            })
+            .await,
+    )
 }
 
 /// `ironclad reprocess`.
@@ -208,13 +221,29 @@ pub async fn reprocess(c: &Connections, args: ReprocessArgs) -> anyhow::Result<E
     let store = connect_store(c).await?;
     let ctx = case_tenant(&store, case).await?;
     let sources = (!args.sources.is_empty()).then_some(args.sources);
-    let fp = format!("{case}:{sources:?}:{}", args.reason);
-    let k = key(ctx.tenant_id, "reprocess", args.idempotency_key, fp);
+    let before = store
+        .case_state(ironclad_core::TenantId(ctx.tenant_id), case.0)
+        .await?;
+    if before.as_ref().is_some_and(|s| s.status == "RESOLVED") {
+        eprintln!(
+            "ironclad: case {case} is RESOLVED: on the API and the desk only a reviewer or an \
+             admin may read it again; the command line acts as an admin. Its resolution stays \
+             in its history."
+        );
+    }
+    let k = key(
+        ctx.tenant_id,
+        "reprocess",
+        args.idempotency_key,
+        case,
+        json!({"source_ids": sources, "reason": args.reason.trim()}),
+    );
     let req = ReprocessRequest {
         case: case.0,
         source_ids: sources,
         reason: args.reason,
         actor: cli_actor(),
+        actor_role: ironclad_core::role::Role::Admin,
         max_attempts: ironclad_core::RetryPolicy::default().max_attempts,
     };
     print_answer(store.reprocess_case(&k, &req, |r| json!(r)).await)
@@ -239,7 +268,8 @@ pub async fn reevaluate(c: &Connections, args: ReevaluateArgs) -> anyhow::Result
         ctx.tenant_id,
         "reevaluate",
         args.idempotency_key,
-        case.to_string(),
+        case,
+        json!({}),
     );
     print_answer(
         store

@@ -169,7 +169,7 @@ fn check_settings(c: &Connections, s: &RoleSettings, found: &mut Findings) {
                 "the API listens on {} but desk cookies are not Secure",
                 s.listen
             ),
-            "serve the desk over HTTPS and set IRONCLAD_SECURE_COOKIES=true",
+            "serve the desk over HTTPS and leave IRONCLAD_SECURE_COOKIES at its default (true)",
         );
     }
     if public && s.metrics_token.is_none() && s.metrics_listen.is_none() {

@@ -172,6 +172,7 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             metrics_on_api_listener: s.metrics_listen.is_none(),
             default_workflow,
             webhook_allow_private: s.webhook_allow_private,
+            review_claim: s.review_claim,
             desk: DeskConfig {
                 sessions: SessionPolicy {
                     idle: s.session_idle,
@@ -187,6 +188,13 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         faults: faults.clone(),
         compiler: reading_compiler(),
         previews: Arc::new(ironclad_reading::OcrPreviews),
+        // A box a reviewer draws is read in the languages the workers read pages in.
+        regions: Arc::new(ironclad_reading::OcrRegions::new(
+            ironclad_ocr::ReadOptions {
+                languages: s.ocr_languages.clone(),
+                ..ironclad_ocr::ReadOptions::default()
+            },
+        )),
     };
     if let Some(address) = &s.metrics_listen {
         let listener = tokio::net::TcpListener::bind(address)

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use ironclad_api::password::{generate_password, hash_password};
 use ironclad_core::role::Role;
-use ironclad_store::users::UserError;
+use ironclad_store::users::{NewUser, UserError};
 use std::io::BufRead;
 use std::process::ExitCode;
 
@@ -15,7 +15,8 @@ use std::process::ExitCode;
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
     /// Create a desk user. The password is read from stdin with `--password-stdin`;
-    /// otherwise a random one is made and printed once on the last line of stdout.
+    /// otherwise a random one is made and printed once on the last line of stdout. Either way
+    /// the user must change it when they first sign in, unless `--keep-password`.
     Create {
         /// Tenant name.
         #[arg(long)]
@@ -29,6 +30,13 @@ pub enum UserCommand {
         /// Read the password from the first line of stdin (10 to 256 characters).
         #[arg(long)]
         password_stdin: bool,
+        /// How others see them on the desk (default: their address).
+        #[arg(long)]
+        name: Option<String>,
+        /// The password is the user's own (they typed it): do not ask them to change it at
+        /// their first sign-in. Only with `--password-stdin`.
+        #[arg(long, requires = "password_stdin")]
+        keep_password: bool,
     },
     /// List a tenant's users.
     List {
@@ -63,6 +71,8 @@ pub async fn user(c: &Connections, cmd: UserCommand) -> anyhow::Result<ExitCode>
             role,
             email,
             password_stdin,
+            name,
+            keep_password,
         } => {
             let role: Role = role
                 .parse()
@@ -87,15 +97,26 @@ pub async fn user(c: &Connections, cmd: UserCommand) -> anyhow::Result<ExitCode>
             })
             .await
             .context("hashing the password")??;
-            match store
-                .create_user(tenant_id, &email, role, &hash.0, &cli_actor())
-                .await
-            {
+            let name = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+            if name.as_ref().is_some_and(|n| n.chars().count() > 200) {
+                anyhow::bail!("--name must be at most 200 characters");
+            }
+            let new = NewUser {
+                email: &email,
+                role,
+                password_hash: &hash.0,
+                display_name: name.as_deref(),
+                must_change_password: !keep_password,
+            };
+            match store.add_user(tenant_id, &new, &cli_actor()).await {
                 Ok(user) => {
                     eprintln!(
                         "user {} ({}) created for tenant {tenant} with role {role}",
                         user.email, user.id
                     );
+                    if !keep_password {
+                        eprintln!("they must change their password when they first sign in");
+                    }
                     if generated {
                         eprintln!("their password, shown only now:");
                         println!("{}", hash.1);
@@ -113,8 +134,9 @@ pub async fn user(c: &Connections, cmd: UserCommand) -> anyhow::Result<ExitCode>
             let tenant_id = tenant_named(tenant).await?;
             for u in store.users_of(tenant_id).await? {
                 println!(
-                    "{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}",
                     u.email,
+                    u.name(),
                     u.role,
                     u.created_at.to_rfc3339(),
                     u.disabled_at

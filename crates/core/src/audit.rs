@@ -39,5 +39,23 @@ spelled_enum! {
         UserCreated = "USER_CREATED",
         /// A desk user was disabled (their sessions end at once).
         UserDisabled = "USER_DISABLED",
+        /// A reviewer corrected a value; a new version of the fact replaced the old one.
+        FactCorrected = "FACT_CORRECTED",
+        /// A correction waits for a second reviewer (the policy's `four_eyes`).
+        CorrectionProposed = "CORRECTION_PROPOSED",
+        /// A resolution (approve, override, reject) waits for a second reviewer.
+        ResolutionProposed = "RESOLUTION_PROPOSED",
+        /// A second reviewer confirmed what the first proposed.
+        SecondConfirmed = "SECOND_CONFIRMED",
+        /// A second reviewer declined what the first proposed; the review waits again.
+        SecondDeclined = "SECOND_DECLINED",
+        /// A reviewer claimed a case's review (claims are renewed silently).
+        ReviewClaimed = "REVIEW_CLAIMED",
+        /// A reviewer took over another's live claim, with a reason.
+        ReviewTakenOver = "REVIEW_TAKEN_OVER",
+        /// A claim was released (by its holder or an admin).
+        ReviewReleased = "REVIEW_RELEASED",
+        /// A desk user changed their password (their other sessions ended).
+        UserPasswordChanged = "USER_PASSWORD_CHANGED",
     }
 }

@@ -6,6 +6,7 @@
 //! reading library.
 
 use crate::workflows::{CompiledTemplates, CompiledWorkflow};
+use ironclad_core::parse::{ParseError, Parsed};
 
 /// Compiles workflow files and template sets for the processors of one reading
 /// implementation. Object safe, so callers hold an `Arc<dyn ReadingCompiler>`.
@@ -20,4 +21,16 @@ pub trait ReadingCompiler: Send + Sync + 'static {
         &self,
         files: &[(&str, &str)],
     ) -> Result<CompiledTemplates, Vec<(String, String)>>;
+
+    /// Reads `raw` as field `field` of document type `doc_type` is read when `workflow` (which
+    /// this implementation compiled) extracts it: its parser, the unit its label states and
+    /// the workflow's locale hints. `None` when the type has no such field. What a person
+    /// types in a correction goes through the very parser the reading used.
+    fn read_field(
+        &self,
+        workflow: &CompiledWorkflow,
+        doc_type: &str,
+        field: &str,
+        raw: &str,
+    ) -> Option<Result<Parsed, ParseError>>;
 }

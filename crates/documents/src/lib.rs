@@ -15,6 +15,7 @@
 pub mod compiler;
 pub mod preview;
 pub mod processor;
+pub mod regions;
 pub mod registry;
 pub mod rules;
 pub mod workflows;

@@ -1203,6 +1203,36 @@ policy: {confidence_floor: 2}
     }
 
     #[test]
+    fn four_eyes_and_the_review_sla_are_checked_with_the_other_policy_keys() {
+        let with = |policy: &str| format!("{MINIMAL}policy: {policy}\n");
+        let wf = Workflow::from_yaml(&with("{four_eyes: [OVERRIDE, CORRECTION], review_sla: 4h}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let policy = &wf.ruleset().policy;
+        assert!(policy.needs_second(ironclad_core::review::FourEyesAction::Correction));
+        assert_eq!(
+            policy.review_sla.as_ref().map(|s| s.seconds()),
+            Some(4 * 3600)
+        );
+        assert_eq!(
+            issues(&with("{four_eyes: [OVERRIDE, OVERRIDE]}")),
+            ["policy.four_eyes[1]: OVERRIDE is listed twice"]
+        );
+        let unknown = issues(&with("{four_eyes: [OVERIDE]}"));
+        assert_eq!(
+            unknown,
+            ["policy: unknown four-eyes action \"OVERIDE\""],
+            "{unknown:?}"
+        );
+        let sla = issues(&with("{review_sla: 4 hours}"));
+        assert_eq!(
+            sla,
+            ["policy: \"4 hours\" is not a review SLA: write a whole number and a unit (s, m, h \
+              or d), such as \"4h\", from 1 minute to 30 days"],
+            "{sla:?}"
+        );
+    }
+
+    #[test]
     fn the_ruleset_and_schema_are_exposed() {
         let wf = Workflow::from_yaml(MINIMAL).unwrap();
         assert!(wf.ruleset().is_empty());

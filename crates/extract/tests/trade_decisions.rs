@@ -100,6 +100,7 @@ fn fact_input(source_id: Uuid, f: &Fact) -> FactInput {
                 confidence: Some(c.confidence),
                 // Every page here is read from its text layer (`pages` above).
                 read_method: Some(ReadMethod::TextLayer),
+                correction: None,
             })
             .unwrap_or_default(),
         conflict: f.conflict,

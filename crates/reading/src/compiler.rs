@@ -2,6 +2,7 @@
 //! crate's [`ReadingProcessor`](crate::ReadingProcessor) and the HTTP provider read (an
 //! [`ironclad_extract::Workflow`], a `Vec` of [`ironclad_extract::invoice2data::Template`]).
 
+use ironclad_core::parse::{ParseError, Parsed};
 use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::workflows::{CompiledTemplates, CompiledWorkflow};
 use ironclad_extract::invoice2data::{compile_set, Template};
@@ -23,6 +24,17 @@ impl ReadingCompiler for ExtractCompiler {
         files: &[(&str, &str)],
     ) -> Result<CompiledTemplates, Vec<(String, String)>> {
         compile_set(files.iter().copied()).map(compiled_templates)
+    }
+
+    fn read_field(
+        &self,
+        workflow: &CompiledWorkflow,
+        doc_type: &str,
+        field: &str,
+        raw: &str,
+    ) -> Option<Result<Parsed, ParseError>> {
+        let workflow = workflow.instructions::<Workflow>().ok()?;
+        ironclad_extract::extract::read_field(&workflow, doc_type, field, raw)
     }
 }
 
@@ -59,6 +71,9 @@ mod tests {
             ExtractCompiler.compile_workflow("name: [").err(),
             Workflow::from_yaml("name: [").err().map(|e| e.to_string())
         );
+        // A field is read as the workflow reads it; a field the type lacks is none.
+        let typed = ExtractCompiler.read_field(&compiled, "invoice", "nothing", "1");
+        assert!(typed.is_none());
         let empty = ExtractCompiler
             .compile_templates(&[])
             .expect("an empty set");

@@ -271,3 +271,86 @@ impl ironclad_documents::preview::PagePreviewer for OcrPreviews {
         })
     }
 }
+
+/// Regions of stored pages read again with the second look's crop reader, for a reviewer's
+/// box (see [`ironclad_ocr::PageReader::read_crops`]): the page decoded and prepared as its
+/// reading prepared it, the region cut out, scaled to the crop reader's text height and read
+/// as one line, or as a block when it is taller than two lines. One region at a time per
+/// process (the reader has one engine): a box is read in well under a second.
+pub struct OcrRegions {
+    reader: PageReader,
+}
+
+impl std::fmt::Debug for OcrRegions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OcrRegions").finish_non_exhaustive()
+    }
+}
+
+impl OcrRegions {
+    /// A region reader with `options` (its languages and limits; one thread).
+    pub fn new(options: ReadOptions) -> Self {
+        Self {
+            reader: PageReader::new(
+                ReadOptions {
+                    threads: 1,
+                    ..options
+                },
+                None,
+            ),
+        }
+    }
+}
+
+impl ironclad_documents::regions::RegionReader for OcrRegions {
+    fn read_region(
+        &self,
+        path: &std::path::Path,
+        media: ironclad_core::media::MediaType,
+        region: &ironclad_documents::regions::Region,
+    ) -> Result<Vec<ironclad_core::page::Word>, ironclad_documents::regions::RegionError> {
+        use ironclad_documents::regions::RegionError;
+        use ironclad_ocr::{Crop, CropMode, PageCrops};
+        let bytes = std::fs::read(path).map_err(|e| {
+            RegionError::Unavailable(format!("could not read {}: {e}", path.display()))
+        })?;
+        let page = PageText {
+            index: region.page,
+            method: ironclad_core::page::ReadMethod::Ocr,
+            confidence: 0.0,
+            rotation: region.rotation,
+            size_pt: None,
+            words: Vec::new(),
+            line_blocks: Vec::new(),
+        };
+        let tall = region.bbox.y1 - region.bbox.y0 > 2.2 * region.line_height;
+        let crops = vec![Crop {
+            bbox: region.bbox,
+            mode: if tall {
+                CropMode::Block
+            } else {
+                CropMode::Line
+            },
+            line_height: region.line_height,
+        }];
+        let read = self
+            .reader
+            .read_crops(
+                &bytes,
+                media,
+                Some(path),
+                region.page_count as usize,
+                &[PageCrops { page: &page, crops }],
+                None,
+            )
+            .map_err(|e| match e {
+                ReadError::Terminal(m) => RegionError::Unreadable(m),
+                ReadError::Retryable(m) => RegionError::Unavailable(m),
+            })?;
+        Ok(read
+            .into_iter()
+            .next()
+            .and_then(|page| page.into_iter().next())
+            .unwrap_or_default())
+    }
+}

@@ -10,7 +10,7 @@ use ironclad_core::page::{BBox, ReadMethod};
 use ironclad_core::parse::Value;
 use ironclad_core::review::{Resolution, ReviewStatus};
 use ironclad_core::rules::{
-    evaluate, CaseFacts, CompiledRuleset, DocumentFacts, Evidence, FactInput,
+    evaluate, CaseFacts, CompiledRuleset, CorrectionNote, DocumentFacts, Evidence, FactInput,
 };
 use ironclad_core::DecisionStatus;
 use serde::Serialize;
@@ -77,6 +77,9 @@ pub(crate) enum Origin {
     Finalize,
     /// A reevaluation under the active rules (a new version of the same generation).
     Reevaluate,
+    /// A person corrected a value: a new version of the same generation under the rules of
+    /// the version they looked at.
+    Correction,
 }
 
 impl Origin {
@@ -84,6 +87,7 @@ impl Origin {
         match self {
             Self::Finalize => "finalize",
             Self::Reevaluate => "reevaluate",
+            Self::Correction => "correction",
         }
     }
 
@@ -91,7 +95,7 @@ impl Origin {
     fn decides_from(self) -> &'static [&'static str] {
         match self {
             Self::Finalize => &["INGESTED", "PROCESSING"],
-            Self::Reevaluate => &["AWAITING_REVIEW"],
+            Self::Reevaluate | Self::Correction => &["AWAITING_REVIEW"],
         }
     }
 }
@@ -118,19 +122,23 @@ LEFT JOIN rulesets r ON r.tenant_id = c.tenant_id AND r.workflow = coalesce(w.na
 WHERE c.id = $1 AND ($2::uuid IS NULL OR c.tenant_id = $2)
 "#;
 
-/// The facts of a generation's active segments, segment by segment, each with how its page
-/// was read (`pages.method`: the rules let OCR's confusions ask for review rather than block).
-/// $1 case, $2 generation. The page is found by the `pages` unique key (source, generation,
-/// page index), so the join costs one index probe per fact; a fact without a page, or whose
-/// page was not stored, gets no method (taken as written).
+/// The current facts (the latest version of each field) of a generation's active segments,
+/// segment by segment, each with how its page was read (`pages.method`: the rules let OCR's
+/// confusions ask for review rather than block) and, for a corrected value, who corrected it
+/// and why. $1 case, $2 generation. The page is found by the `pages` unique key (source,
+/// generation, page index), so the join costs one index probe per fact; a fact without a
+/// page, or whose page was not stored, gets no method (taken as written), and so does a
+/// corrected one: a person's value is taken as written, wherever its box lies.
 const GENERATION_FACTS: &str = r#"
-SELECT s.id, s.source_id, s.doc_type, s.first_page, s.last_page,
+SELECT s.id AS segment_id, s.source_id, s.doc_type, s.first_page, s.last_page,
        f.field, f.value, f.raw_text, f.page, f.bbox, f.confidence, f.conflict, f.missing,
-       p.method
+       CASE WHEN f.correction_id IS NULL THEN p.method END AS method,
+       k.id AS correction_id, k.actor_name AS corrected_by, k.reason AS correction_reason
 FROM segments s
-LEFT JOIN facts f ON f.segment_id = s.id
+LEFT JOIN facts f ON f.segment_id = s.id AND f.superseded_at IS NULL
 LEFT JOIN pages p ON p.source_id = s.source_id AND p.generation = s.generation
                  AND p.page_index = f.page
+LEFT JOIN corrections k ON k.id = f.correction_id
 WHERE s.case_id = $1 AND s.generation = $2 AND s.active
 ORDER BY s.source_id, s.ordinal, f.field
 "#;
@@ -167,9 +175,10 @@ FROM decision d JOIN cases c ON c.id = d.case_id
 
 /// Everything a written decision brings, in one statement (one round trip): its rule results
 /// ($1 decision, $2–$8 one array per column), its review ($9 id, $10 tenant, $11 case, $12
-/// version, $13 decision status, $14 review status, $15 resolution, $16 actor and role), its
-/// audit event ($17 actor, $18 type, $19 data) and its notification with the deliveries ($20 id,
-/// $21 type, $22 dedup key, $23 data, $24 max attempts).
+/// version, $13 decision status, $14 review status, $15 resolution, $16 actor and role, $25
+/// the policy's review SLA in seconds or NULL), its audit event ($17 actor, $18 type, $19
+/// data) and its notification with the deliveries ($20 id, $21 type, $22 dedup key, $23 data,
+/// $24 max attempts).
 const DECISION_RECORDS: &str = concat!(
     r#"WITH results AS (
     INSERT INTO rule_results (decision_id, ordinal, rule_id, template, outcome, on_fail, message, "values")
@@ -178,9 +187,10 @@ const DECISION_RECORDS: &str = concat!(
         AS r(ordinal, rule_id, template, outcome, on_fail, message, vals)
 ), review AS (
     INSERT INTO reviews (id, tenant_id, case_id, decision_id, decision_version, decision_status,
-                         status, resolution, actor, actor_role, resolved_at)
+                         status, resolution, actor, actor_role, resolved_at, due_at)
     VALUES ($9, $10, $11, $1, $12, $13, $14, $15, $16, $16,
-            CASE WHEN $14 = 'RESOLVED' THEN now() END)
+            CASE WHEN $14 = 'RESOLVED' THEN now() END,
+            now() + make_interval(secs => $25::float8))
 ), audited AS (
     INSERT INTO audit_events (case_id, tenant_id, actor, event_type, data)
     VALUES ($11, $10, $17, $18, $19)
@@ -262,81 +272,82 @@ impl Store {
     }
 }
 
+/// One row of [`GENERATION_FACTS`]: a segment, and one of its facts (absent for a segment
+/// without facts).
+#[derive(sqlx::FromRow)]
+struct GenerationFact {
+    segment_id: Uuid,
+    source_id: Uuid,
+    doc_type: Option<String>,
+    first_page: i32,
+    last_page: i32,
+    field: Option<String>,
+    value: Option<serde_json::Value>,
+    raw_text: Option<String>,
+    page: Option<i32>,
+    bbox: Option<serde_json::Value>,
+    confidence: Option<f32>,
+    conflict: Option<bool>,
+    missing: Option<bool>,
+    method: Option<String>,
+    correction_id: Option<Uuid>,
+    corrected_by: Option<String>,
+    correction_reason: Option<String>,
+}
+
 /// Loads the facts of a generation as core sees them.
 pub(crate) async fn generation_facts(
     tx: &mut Transaction<'_, Postgres>,
     case: Uuid,
     generation: i32,
 ) -> Result<CaseFacts, sqlx::Error> {
-    type Row = (
-        Uuid,
-        Uuid,
-        Option<String>,
-        i32,
-        i32,
-        Option<String>,
-        Option<serde_json::Value>,
-        Option<String>,
-        Option<i32>,
-        Option<serde_json::Value>,
-        Option<f32>,
-        Option<bool>,
-        Option<bool>,
-        Option<String>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(GENERATION_FACTS)
+    let rows: Vec<GenerationFact> = sqlx::query_as(GENERATION_FACTS)
         .bind(case)
         .bind(generation)
         .fetch_all(&mut **tx)
         .await?;
     let mut documents: Vec<DocumentFacts> = Vec::new();
-    for (
-        seg,
-        source,
-        doc_type,
-        first,
-        last,
-        field,
-        value,
-        raw,
-        page,
-        bbox,
-        conf,
-        conflict,
-        missing,
-        method,
-    ) in rows
-    {
-        if documents.last().is_none_or(|d| d.segment_id != seg) {
+    for row in rows {
+        if documents
+            .last()
+            .is_none_or(|d| d.segment_id != row.segment_id)
+        {
             documents.push(DocumentFacts {
-                segment_id: seg,
-                source_id: source,
-                document_type: doc_type,
-                first_page: first.max(0) as u32,
-                last_page: last.max(0) as u32,
+                segment_id: row.segment_id,
+                source_id: row.source_id,
+                document_type: row.doc_type,
+                first_page: row.first_page.max(0) as u32,
+                last_page: row.last_page.max(0) as u32,
                 facts: Vec::new(),
             });
         }
-        let (Some(field), Some(doc)) = (field, documents.last_mut()) else {
+        let (Some(field), Some(doc)) = (row.field, documents.last_mut()) else {
             continue;
         };
         doc.facts.push(FactInput {
             field,
             // A value this build cannot read is treated as absent (the rule then asks for
             // review) rather than failing the whole decision.
-            value: value
+            value: row
+                .value
                 .and_then(|v| serde_json::from_value::<Value>(v).ok())
                 .map(std::sync::Arc::new),
             evidence: Evidence {
-                source_id: Some(source),
-                page: page.and_then(|p| u32::try_from(p).ok()),
-                bbox: bbox.and_then(|b| serde_json::from_value::<BBox>(b).ok()),
-                raw_text: raw.map(Into::into),
-                confidence: conf.map(f64::from),
-                read_method: method.as_deref().and_then(read_method),
+                source_id: Some(row.source_id),
+                page: row.page.and_then(|p| u32::try_from(p).ok()),
+                bbox: row
+                    .bbox
+                    .and_then(|b| serde_json::from_value::<BBox>(b).ok()),
+                raw_text: row.raw_text.map(Into::into),
+                confidence: row.confidence.map(f64::from),
+                read_method: row.method.as_deref().and_then(read_method),
+                correction: match (row.correction_id, row.corrected_by, row.correction_reason) {
+                    (Some(id), Some(by), Some(reason)) => Some(CorrectionNote { id, by, reason }),
+                    _ => None,
+                },
             },
-            conflict: conflict.unwrap_or(false),
-            missing: missing.unwrap_or(false),
+            conflict: row.conflict.unwrap_or(false),
+            missing: row.missing.unwrap_or(false),
         });
     }
     Ok(CaseFacts { documents })
@@ -446,6 +457,14 @@ pub(crate) async fn decide(
         .bind(format!("case:{case}:decision:{version}"))
         .bind(about.clone())
         .bind(WEBHOOK_MAX_ATTEMPTS)
+        .bind(
+            rules
+                .ruleset
+                .policy
+                .review_sla
+                .as_ref()
+                .map(|sla| sla.seconds() as f64),
+        )
         .execute(&mut **tx)
         .await?;
     if auto {
@@ -485,6 +504,22 @@ pub(crate) async fn decide(
         status: evaluation.status,
         auto_resolved: auto,
     }))
+}
+
+/// Cancels the case's open review (a newer decision opens its own): PENDING, or
+/// AWAITING_SECOND when a reprocess supersedes what waited for a second reviewer.
+pub(crate) async fn cancel_open_review(
+    tx: &mut Transaction<'_, Postgres>,
+    case: Uuid,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE reviews SET status = 'CANCELLED' \
+         WHERE case_id = $1 AND status IN ('PENDING', 'AWAITING_SECOND')",
+    )
+    .bind(case)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// The frozen record of what a decision saw: a report of this version is built from it alone.
@@ -529,12 +564,11 @@ impl Store {
                 current: serde_json::json!({ "status": status }),
             });
         }
-        sqlx::query(
-            "UPDATE reviews SET status = 'CANCELLED' WHERE case_id = $1 AND status = 'PENDING'",
-        )
-        .bind(case)
-        .execute(&mut *tx)
-        .await?;
+        crate::claims::check_claim(&mut tx, case, actor).await?;
+        if let Some(waiting) = crate::reviews::awaiting_second(&mut tx, case).await? {
+            return Err(waiting);
+        }
+        cancel_open_review(&mut tx, case).await?;
         let written = decide(&mut tx, case, generation, Origin::Reevaluate, actor, rules)
             .await?
             .ok_or_else(|| ActionError::Conflict {

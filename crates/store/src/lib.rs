@@ -10,7 +10,11 @@
 
 pub mod audit;
 pub(crate) mod audit_trail;
+pub mod case_glance;
+pub mod claims;
+pub mod corrections;
 pub mod decisions;
+pub mod desk_forms;
 pub mod error;
 pub mod intake;
 pub mod jobs;
@@ -19,6 +23,7 @@ pub mod metrics;
 pub mod notifications;
 pub(crate) mod notify;
 pub mod outbox;
+pub(crate) mod people;
 pub mod pilot;
 pub mod pool;
 pub mod read;

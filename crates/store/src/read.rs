@@ -218,6 +218,91 @@ pub struct FactView {
     pub missing: bool,
     /// Every candidate.
     pub candidates: serde_json::Value,
+    /// Which version of the field this is (1 as read; each correction adds one).
+    pub version: i32,
+    /// The correction that wrote this version, if a person corrected the field.
+    pub correction: Option<FactCorrection>,
+}
+
+/// Who corrected a field, why, and what it was before.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FactCorrection {
+    /// The correction.
+    pub id: Uuid,
+    /// Who corrected it, as people read it.
+    pub by: String,
+    /// Why.
+    pub reason: String,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// `typed` or `box`.
+    pub method: String,
+    /// The value before.
+    pub previous_value: Option<serde_json::Value>,
+    /// The text it was read from before.
+    pub previous_raw_text: Option<String>,
+}
+
+/// One row of [`CASE_FACTS`].
+#[derive(sqlx::FromRow)]
+struct FactRow {
+    segment_id: Uuid,
+    field: String,
+    value: Option<serde_json::Value>,
+    raw_text: Option<String>,
+    page: Option<i32>,
+    bbox: Option<serde_json::Value>,
+    confidence: Option<f32>,
+    conflict: bool,
+    missing: bool,
+    candidates: serde_json::Value,
+    version: i32,
+    correction_id: Option<Uuid>,
+    corrected_by: Option<String>,
+    correction_reason: Option<String>,
+    corrected_at: Option<DateTime<Utc>>,
+    correction_method: Option<String>,
+    previous_value: Option<serde_json::Value>,
+    previous_raw_text: Option<String>,
+}
+
+impl FactRow {
+    fn into_view(self) -> (Uuid, FactView) {
+        let correction = match (
+            self.correction_id,
+            self.corrected_by,
+            self.correction_reason,
+            self.corrected_at,
+        ) {
+            (Some(id), Some(by), Some(reason), Some(at)) => Some(FactCorrection {
+                id,
+                by,
+                reason,
+                at,
+                method: self.correction_method.unwrap_or_default(),
+                previous_value: self.previous_value.filter(|v| !v.is_null()),
+                previous_raw_text: self.previous_raw_text,
+            }),
+            _ => None,
+        };
+        (
+            self.segment_id,
+            FactView {
+                field: self.field,
+                value: self.value,
+                raw_text: self.raw_text,
+                page: self.page,
+                bbox: self.bbox,
+                confidence: self.confidence,
+                conflict: self.conflict,
+                missing: self.missing,
+                candidates: self.candidates,
+                version: self.version,
+                correction,
+            },
+        )
+    }
 }
 
 /// A typed page range of a source with its facts.
@@ -277,6 +362,23 @@ pub struct PageSource {
     pub rotation: i16,
 }
 
+/// A page of a case's current reading, as a correction's box is read on it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PageReading {
+    /// The source's blob.
+    pub blob_key: String,
+    /// Its media type.
+    pub media_type: String,
+    /// Its page count.
+    pub pages: i32,
+    /// How the reading turned the page (degrees clockwise).
+    pub rotation: i16,
+    /// `text_layer`, `ocr` or `provider`; `None` when the page was not stored.
+    pub method: Option<String>,
+    /// Its words with their boxes (`[]` when not stored).
+    pub words: serde_json::Value,
+}
+
 const CASE_GET: &str =
     "SELECT id, tenant_id, external_reference, workflow, status, status_reason, generation, \
      created_at, updated_at, resolution, resolved_by, resolved_at FROM cases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)";
@@ -302,8 +404,15 @@ const CASE_PAGES: &str =
 const CASE_SEGMENTS: &str =
     "SELECT id, source_id, generation, doc_type, confidence, first_page, last_page, reason \
      FROM segments WHERE case_id = $1 AND generation = $2 AND active ORDER BY source_id, ordinal";
-const CASE_FACTS: &str = "SELECT segment_id, field, value, raw_text, page, bbox, confidence, conflict, missing, candidates \
-     FROM facts WHERE case_id = $1 ORDER BY field";
+/// The case's current facts (each field's latest version), with the correction that wrote a
+/// corrected one.
+const CASE_FACTS: &str = "SELECT f.segment_id, f.field, f.value, f.raw_text, f.page, f.bbox, \
+     f.confidence, f.conflict, f.missing, f.candidates, f.version, k.id AS correction_id, \
+     k.actor_name AS corrected_by, k.reason AS correction_reason, k.created_at AS corrected_at, \
+     k.method AS correction_method, k.old -> 'value' AS previous_value, \
+     k.old ->> 'raw_text' AS previous_raw_text \
+     FROM facts f LEFT JOIN corrections k ON k.id = f.correction_id \
+     WHERE f.case_id = $1 AND f.superseded_at IS NULL ORDER BY f.field";
 const CASE_AUDIT: &str =
     "SELECT id, actor, event_type, data, created_at FROM audit_events WHERE case_id = $1 ORDER BY id";
 
@@ -320,6 +429,14 @@ const CASE_LIST: &str =
 /// reading turned it.
 const PAGE_SOURCE: &str =
     "SELECT s.blob_key, s.media_type, s.pages, coalesce(p.rotation, 0::smallint) \
+     FROM sources s JOIN cases c ON c.id = s.case_id \
+     LEFT JOIN pages p ON p.source_id = s.id AND p.generation = c.generation AND p.page_index = $4 \
+     WHERE s.case_id = $1 AND s.id = $2 AND c.tenant_id = $3";
+
+/// Page $4 of source $2 of the tenant's ($3) case $1 as its current reading read it.
+const PAGE_READING: &str =
+    "SELECT s.blob_key, s.media_type, s.pages, coalesce(p.rotation, 0::smallint) AS rotation, \
+     p.method, coalesce(p.words, '[]'::jsonb) AS words \
      FROM sources s JOIN cases c ON c.id = s.case_id \
      LEFT JOIN pages p ON p.source_id = s.id AND p.generation = c.generation AND p.page_index = $4 \
      WHERE s.case_id = $1 AND s.id = $2 AND c.tenant_id = $3";
@@ -384,54 +501,11 @@ impl Store {
             .await?;
         let mut facts: Vec<(Uuid, FactView)> = Vec::new();
         if !segment_rows.is_empty() {
-            type FactRow = (
-                Uuid,
-                String,
-                Option<serde_json::Value>,
-                Option<String>,
-                Option<i32>,
-                Option<serde_json::Value>,
-                Option<f32>,
-                bool,
-                bool,
-                serde_json::Value,
-            );
             let rows: Vec<FactRow> = sqlx::query_as(CASE_FACTS)
                 .bind(id.0)
                 .fetch_all(self.pool())
                 .await?;
-            facts = rows
-                .into_iter()
-                .map(
-                    |(
-                        seg,
-                        field,
-                        value,
-                        raw_text,
-                        page,
-                        bbox,
-                        confidence,
-                        conflict,
-                        missing,
-                        candidates,
-                    )| {
-                        (
-                            seg,
-                            FactView {
-                                field,
-                                value,
-                                raw_text,
-                                page,
-                                bbox,
-                                confidence,
-                                conflict,
-                                missing,
-                                candidates,
-                            },
-                        )
-                    },
-                )
-                .collect();
+            facts = rows.into_iter().map(FactRow::into_view).collect();
         }
         let segments = segment_rows
             .into_iter()
@@ -543,6 +617,24 @@ impl Store {
                 rotation,
             }),
         )
+    }
+
+    /// Page `index` of a source of the tenant's case as its current reading read it (words
+    /// and all); `None` when the case is unknown, another tenant's, or has no such source.
+    pub async fn page_reading(
+        &self,
+        tenant: TenantId,
+        case: CaseId,
+        source: Uuid,
+        index: i32,
+    ) -> StoreResult<Option<PageReading>> {
+        Ok(sqlx::query_as(PAGE_READING)
+            .bind(case.0)
+            .bind(source)
+            .bind(tenant.0)
+            .bind(index)
+            .fetch_optional(self.pool())
+            .await?)
     }
 
     /// How many of the tenant's cases are in each status (statuses with none are absent).

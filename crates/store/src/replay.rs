@@ -2,6 +2,7 @@
 //! successful answer is stored with a fingerprint of the request in the action's transaction,
 //! so a replay gets the same answer and a different request under the same key gets a conflict.
 
+use sha2::{Digest, Sha256};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
@@ -10,12 +11,77 @@ use uuid::Uuid;
 pub struct ActionKey {
     /// Whose key space.
     pub tenant: Uuid,
-    /// Which action (`review`, `reprocess`, `reevaluate`): keys are scoped per action.
+    /// Which action (`review`, `reprocess`, `correction`…): keys are scoped per action.
     pub action: &'static str,
     /// The client's `Idempotency-Key`.
     pub key: String,
     /// sha256 of what the request asks (case, body), so a reused key is told apart.
     pub fingerprint: String,
+}
+
+impl ActionKey {
+    /// The key of a request about `case` asking `request`: the one fingerprint every caller
+    /// (the API, the desk, the CLI) uses, so the same request is the same whoever sends it.
+    ///
+    /// The fingerprint is the sha256 of the case and the request's JSON. `request` holds what
+    /// the action acts on, normalized as the action reads it (a trimmed comment, say), and
+    /// nothing incidental: two requests with equal fingerprints must be the same request.
+    pub fn new(
+        tenant: Uuid,
+        action: &'static str,
+        key: impl Into<String>,
+        case: Uuid,
+        request: &serde_json::Value,
+    ) -> Self {
+        Self {
+            tenant,
+            action,
+            key: key.into(),
+            fingerprint: fingerprint(&serde_json::json!({ "case": case, "request": request })),
+        }
+    }
+}
+
+/// The fingerprint of a request: the sha256 (hex) of its canonical JSON. The one way a
+/// replayed request is told from another under the same key — case actions ([`ActionKey`])
+/// and the desk's create forms alike.
+pub fn fingerprint(request: &serde_json::Value) -> String {
+    let mut text = String::new();
+    canonical(request, &mut text);
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// JSON with every object's keys in order, whatever order the value was built in (serde_json
+/// keeps insertion order when a dependency turns on `preserve_order`).
+fn canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 /// What an earlier request under the same key left.
@@ -113,6 +179,20 @@ pub enum ActionError {
     /// The request is well-formed but not allowed (e.g. APPROVE on a BLOCKED decision).
     #[error("{0}")]
     Refused(String),
+    /// Another person holds a live claim on the case's review: they may act, others may read
+    /// (or take the claim over with a reason).
+    #[error("{holder_name} is reviewing this case (claimed until {expires_at}); take it over with a reason to act")]
+    Claimed {
+        /// Who holds it, as people read it.
+        holder_name: String,
+        /// Until when, unless renewed.
+        expires_at: chrono::DateTime<chrono::Utc>,
+    },
+    /// The caller may not do this to this case: their role in its current state (an operator
+    /// reprocessing a RESOLVED case), or who they are (confirming their own proposal,
+    /// releasing someone else's claim).
+    #[error("{0}")]
+    Forbidden(String),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] crate::StoreError),
@@ -141,6 +221,22 @@ pub(crate) async fn lock_case(
     .ok_or(ActionError::NotFound)
 }
 
+impl crate::Store {
+    /// The stored answer of an earlier request under `key`, read without the case lock: for
+    /// an action that checks its input against the case before acting (a replay must get
+    /// the first answer even after the case moved on). The action's own transaction looks
+    /// again under the lock.
+    pub async fn earlier_answer(
+        &self,
+        key: &ActionKey,
+    ) -> Result<Option<ActionAnswer>, ActionError> {
+        let mut tx = self.pool().begin().await?;
+        let answer = replayed(&mut tx, key).await;
+        tx.rollback().await?;
+        answer
+    }
+}
+
 /// Looks up the key after the case lock: `Some(answer)` to return at once.
 pub(crate) async fn replayed(
     tx: &mut Transaction<'_, Postgres>,
@@ -154,5 +250,49 @@ pub(crate) async fn replayed(
             replayed: true,
         })),
         Earlier::Different => Err(ActionError::KeyReused),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_fingerprint_for_the_same_request_and_another_for_any_change() {
+        let (tenant, case) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let key = |case: Uuid, request: serde_json::Value| {
+            ActionKey::new(tenant, "review", "k", case, &request).fingerprint
+        };
+        let a = key(
+            case,
+            json!({"action": "OVERRIDE", "comment": "ok", "version": 1}),
+        );
+        // Built in another order (a desk form and an API body), the same request is the same.
+        let b = key(
+            case,
+            json!({"version": 1, "comment": "ok", "action": "OVERRIDE"}),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 64);
+        assert_ne!(
+            a,
+            key(
+                case,
+                json!({"action": "OVERRIDE", "comment": "ok.", "version": 1})
+            )
+        );
+        assert_ne!(
+            a,
+            key(
+                Uuid::from_u128(3),
+                json!({"action": "OVERRIDE", "comment": "ok", "version": 1})
+            )
+        );
+        // Text that looks like a separator cannot make two requests collide.
+        assert_ne!(
+            key(case, json!({"a": "x:y", "b": ""})),
+            key(case, json!({"a": "x", "b": "y:"}))
+        );
     }
 }

@@ -80,6 +80,8 @@ pub enum DecisionOrigin {
     Finalize,
     /// A reevaluation under the active rules.
     Reevaluate,
+    /// A correction of a value, under the rules of the version corrected.
+    Correction,
 }
 
 /// Where the rules a decision applied came from, as stored in `decisions.rules_source`.
@@ -430,6 +432,7 @@ fn decision_from_row(row: DecisionRow) -> StoreResult<(ReportDecision, DecisionS
     let origin = match origin.as_str() {
         "finalize" => DecisionOrigin::Finalize,
         "reevaluate" => DecisionOrigin::Reevaluate,
+        "correction" => DecisionOrigin::Correction,
         other => {
             return Err(StoreError::Corrupt(format!(
                 "decision {id}: unknown origin {other:?}"

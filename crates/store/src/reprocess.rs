@@ -2,14 +2,20 @@
 //!
 //! One transaction under the case lock: the generation goes up, the old generation's
 //! unfinished jobs become CANCELLED (so their late results are refused by the lease-token
-//! guard of every completion), a pending review is cancelled, and new jobs with their outbox
-//! rows are written. Sources not asked for are carried over — their pages, segments and facts
-//! copied into the new generation — when the previous generation read them; any source it did
-//! not read is read again. It works from any status, FAILED included.
+//! guard of every completion), an open review is cancelled (with a correction waiting for a
+//! second reviewer, and the claim), and new jobs with their outbox rows are written. Sources
+//! not asked for are carried over — their pages, segments and current facts, corrections
+//! included, copied into the new generation — when the previous generation read them; any
+//! source it did not read is read again, and earlier corrections of it are not applied to the
+//! new reading (they stay in the case's history). It works from any status, FAILED included,
+//! but a RESOLVED case carries a person's resolution: only a reviewer or an admin may read it
+//! again ([`may_reprocess`], checked under the lock). The earlier resolution is not erased: its
+//! review row and audit events stay, and the case page shows them.
 
 use ironclad_core::audit::AuditEventType;
 use ironclad_core::outbox::job_message_key;
-use ironclad_core::{CaseId, Envelope, JobId, JobKind};
+use ironclad_core::role::Role;
+use ironclad_core::{CaseId, CaseStatus, Envelope, JobId, JobKind};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -27,8 +33,31 @@ pub struct ReprocessRequest {
     pub reason: String,
     /// Who.
     pub actor: String,
+    /// With which role ([`may_reprocess`]).
+    pub actor_role: Role,
     /// Attempts per new job.
     pub max_attempts: i32,
+}
+
+/// Whether `role` may read a case in `status` again; `Err` says why not.
+///
+/// A RESOLVED case holds a reviewer's resolution (a REJECT, say): an operator's reprocess
+/// would clear it and, under `auto_approve_ready`, let the system approve the new reading.
+/// So only reviewers and admins reopen resolved cases; the others are an operator's (or an
+/// admin's) to read again, as before.
+pub fn may_reprocess(role: Role, status: CaseStatus) -> Result<(), &'static str> {
+    match (role, status) {
+        (Role::Admin, _) => Ok(()),
+        (Role::Reviewer, CaseStatus::Resolved) => Ok(()),
+        (Role::Operator, CaseStatus::Resolved) => Err(
+            "this case is RESOLVED: only a reviewer or an admin may read it again, so a \
+             person's resolution is not undone by a reprocess",
+        ),
+        (Role::Operator, _) => Ok(()),
+        (Role::Reviewer, _) => Err(
+            "a reviewer may read again only a RESOLVED case; an operator reprocesses the others",
+        ),
+    }
 }
 
 /// What a reprocess started.
@@ -79,8 +108,15 @@ WITH cancelled AS (
 SELECT count(*) FROM cancelled
 "#;
 
-const CANCEL_PENDING_REVIEW: &str =
-    "UPDATE reviews SET status = 'CANCELLED' WHERE case_id = $1 AND status = 'PENDING'";
+/// What waited for a person on the old reading ends with it: a correction waiting for a
+/// second reviewer, and the claim on the review.
+const END_OLD_REVIEW_WORK: &str = r#"
+WITH dropped AS (
+    UPDATE corrections SET status = 'CANCELLED'
+    WHERE case_id = $1 AND status = 'AWAITING_SECOND'
+)
+DELETE FROM review_claims WHERE case_id = $1
+"#;
 
 /// The case's sources, and whether generation $2 read each one (its job SUCCEEDED).
 const SOURCES_READ: &str = r#"
@@ -95,7 +131,9 @@ SELECT s.id, EXISTS (
 FROM sources s WHERE s.case_id = $1 ORDER BY s.created_at, s.id
 "#;
 
-/// Copies pages, segments and facts of sources $3 from generation $2 - 1 into $2.
+/// Copies pages, segments and the current facts of sources $3 from generation $2 - 1 into $2.
+/// A corrected fact comes over as corrected (its version and correction kept): the reading it
+/// corrected is the one carried over. Sources read again get no earlier correction.
 const CARRY_OVER: &str = r#"
 WITH old_pages AS (
     INSERT INTO pages (id, case_id, source_id, generation, page_index, method, confidence,
@@ -114,10 +152,11 @@ WITH old_pages AS (
     FROM old_segments
 )
 INSERT INTO facts (id, segment_id, case_id, field, value, raw_text, page, bbox, confidence,
-                   conflict, missing, candidates)
+                   conflict, missing, candidates, version, correction_id)
 SELECT gen_random_uuid(), o.new_id, f.case_id, f.field, f.value, f.raw_text, f.page, f.bbox,
-       f.confidence, f.conflict, f.missing, f.candidates
+       f.confidence, f.conflict, f.missing, f.candidates, f.version, f.correction_id
 FROM facts f JOIN old_segments o ON o.id = f.segment_id
+WHERE f.superseded_at IS NULL
 "#;
 
 const JOBS_INSERT: &str = r#"
@@ -145,10 +184,15 @@ impl Store {
         respond: impl FnOnce(&Reprocessed) -> serde_json::Value,
     ) -> Result<ActionAnswer, ActionError> {
         let mut tx = self.pool().begin().await?;
-        let (_, old_generation) = replay::lock_case(&mut tx, key.tenant, req.case).await?;
+        let (status, old_generation) = replay::lock_case(&mut tx, key.tenant, req.case).await?;
         if let Some(answer) = replay::replayed(&mut tx, key).await? {
             return Ok(answer);
         }
+        let status: CaseStatus = status
+            .parse()
+            .map_err(|e: ironclad_core::UnknownVariant| ActionError::Refused(e.to_string()))?;
+        may_reprocess(req.actor_role, status)
+            .map_err(|why| ActionError::Forbidden(why.to_owned()))?;
         let sources: Vec<SourceRead> = sqlx::query_as(SOURCES_READ)
             .bind(req.case)
             .bind(old_generation)
@@ -193,7 +237,8 @@ impl Store {
             .bind(generation)
             .fetch_one(&mut *tx)
             .await?;
-        sqlx::query(CANCEL_PENDING_REVIEW)
+        crate::decisions::cancel_open_review(&mut tx, req.case).await?;
+        sqlx::query(END_OLD_REVIEW_WORK)
             .bind(req.case)
             .execute(&mut *tx)
             .await?;
@@ -238,6 +283,7 @@ impl Store {
             serde_json::json!({
                 "generation": generation, "reason": reason, "reread": reread,
                 "carried_over": carried, "cancelled_jobs": cancelled_jobs,
+                "previous_status": status, "actor_role": req.actor_role,
             }),
         )
         .await?;
@@ -263,5 +309,29 @@ impl Store {
             body,
             replayed: false,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resolved_case_is_reopened_only_by_a_reviewer_or_an_admin() {
+        use CaseStatus::*;
+        for status in [Ingested, Processing, AwaitingReview, Failed] {
+            assert!(may_reprocess(Role::Operator, status).is_ok(), "{status}");
+            assert!(may_reprocess(Role::Admin, status).is_ok(), "{status}");
+            assert!(may_reprocess(Role::Reviewer, status).is_err(), "{status}");
+        }
+        assert!(may_reprocess(Role::Reviewer, Resolved).is_ok());
+        assert!(may_reprocess(Role::Admin, Resolved).is_ok());
+        let why = may_reprocess(Role::Operator, Resolved)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            why.contains("RESOLVED") && why.contains("reviewer"),
+            "{why}"
+        );
     }
 }

@@ -69,6 +69,18 @@ pub struct ApiKeyInfo {
     pub created_at: DateTime<Utc>,
     /// When it was revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// What it is for, as an admin named it.
+    pub label: Option<String>,
+}
+
+impl ApiKeyInfo {
+    /// How people see the key: its label, else its prefix.
+    pub fn name(&self) -> String {
+        match &self.label {
+            Some(label) => label.clone(),
+            None => format!("{}…", self.prefix),
+        }
+    }
 }
 
 /// What [`Store::revoke_api_key`] did.
@@ -84,7 +96,7 @@ pub enum Revocation {
     Ambiguous(Vec<Uuid>),
 }
 
-/// id, tenant, prefix, role, created, revoked.
+/// id, tenant, prefix, role, created, revoked, label.
 type KeyRow = (
     Uuid,
     Uuid,
@@ -92,13 +104,14 @@ type KeyRow = (
     String,
     DateTime<Utc>,
     Option<DateTime<Utc>>,
+    Option<String>,
 );
 
 impl TryFrom<KeyRow> for ApiKeyInfo {
     type Error = StoreError;
 
     fn try_from(
-        (id, tenant, prefix, role, created_at, revoked_at): KeyRow,
+        (id, tenant, prefix, role, created_at, revoked_at, label): KeyRow,
     ) -> Result<Self, StoreError> {
         Ok(Self {
             id,
@@ -107,6 +120,7 @@ impl TryFrom<KeyRow> for ApiKeyInfo {
             role: role.parse()?,
             created_at,
             revoked_at,
+            label,
         })
     }
 }
@@ -118,20 +132,22 @@ pub fn hash_key(raw: &str) -> String {
 
 const TENANT_CREATE: &str = "INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING id";
 const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = $1";
-/// The key and its APIKEY_CREATED event in one statement. $6 actor, $7 event type.
+/// The key and its APIKEY_CREATED event in one statement. $6 actor, $7 event type, $8 label.
 const API_KEY_CREATE: &str = r#"
 WITH created AS (
-    INSERT INTO api_keys (id, tenant_id, key_hash, prefix, role) VALUES ($1, $2, $3, $4, $5)
-    RETURNING id, tenant_id, prefix, role
+    INSERT INTO api_keys (id, tenant_id, key_hash, prefix, role, label)
+    VALUES ($1, $2, $3, $4, $5, $8)
+    RETURNING id, tenant_id, prefix, role, label
 )
 INSERT INTO audit_events (tenant_id, actor, event_type, data)
-SELECT tenant_id, $6, $7, jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role)
+SELECT tenant_id, $6, $7,
+       jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role, 'label', label)
 FROM created
 "#;
 /// Keys a revocation may mean: $1 the id (NULL when the argument is no uuid), $2 the prefix,
 /// $3 the hash of a whole key.
 const API_KEY_FIND: &str = r#"
-SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM api_keys
+SELECT id, tenant_id, prefix, role, created_at, revoked_at, label FROM api_keys
 WHERE id = $1 OR prefix = $2 OR key_hash = $3
 ORDER BY created_at, id LIMIT 20
 "#;
@@ -141,30 +157,30 @@ const API_KEY_REVOKE: &str = r#"
 WITH revoked AS (
     UPDATE api_keys SET revoked_at = now()
     WHERE id = $1 AND revoked_at IS NULL
-    RETURNING id, tenant_id, prefix, role, created_at, revoked_at
+    RETURNING id, tenant_id, prefix, role, created_at, revoked_at, label
 ), audit AS (
     INSERT INTO audit_events (tenant_id, actor, event_type, data)
     SELECT tenant_id, $2, $3, jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role)
     FROM revoked
 )
-SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM revoked
+SELECT id, tenant_id, prefix, role, created_at, revoked_at, label FROM revoked
 "#;
 const API_KEY_BY_ID: &str =
-    "SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM api_keys WHERE id = $1";
-const API_KEYS_OF_TENANT: &str = "SELECT id, tenant_id, prefix, role, created_at, revoked_at \
-     FROM api_keys WHERE tenant_id = $1 ORDER BY created_at DESC, id LIMIT 500";
+    "SELECT id, tenant_id, prefix, role, created_at, revoked_at, label FROM api_keys WHERE id = $1";
+const API_KEYS_OF_TENANT: &str = "SELECT id, tenant_id, prefix, role, created_at, revoked_at, \
+     label FROM api_keys WHERE tenant_id = $1 ORDER BY created_at DESC, id LIMIT 500";
 /// [`API_KEY_REVOKE`] for a key of tenant $4 only.
 const API_KEY_REVOKE_OF_TENANT: &str = r#"
 WITH revoked AS (
     UPDATE api_keys SET revoked_at = now()
     WHERE id = $1 AND tenant_id = $4 AND revoked_at IS NULL
-    RETURNING id, tenant_id, prefix, role, created_at, revoked_at
+    RETURNING id, tenant_id, prefix, role, created_at, revoked_at, label
 ), audit AS (
     INSERT INTO audit_events (tenant_id, actor, event_type, data)
     SELECT tenant_id, $2, $3, jsonb_build_object('key_id', id, 'prefix', prefix, 'role', role)
     FROM revoked
 )
-SELECT id, tenant_id, prefix, role, created_at, revoked_at FROM revoked
+SELECT id, tenant_id, prefix, role, created_at, revoked_at, label FROM revoked
 "#;
 const API_KEY_AUTHENTICATE: &str =
     "SELECT id, tenant_id, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL";
@@ -230,20 +246,20 @@ impl Store {
         role: Role,
         actor: &str,
     ) -> StoreResult<NewApiKey> {
-        let secret: [u8; 24] = rand::rng().random();
-        let raw = format!("ick_{}", hex::encode(secret));
-        let id = Uuid::now_v7();
-        sqlx::query(API_KEY_CREATE)
-            .bind(id)
-            .bind(tenant.0)
-            .bind(hash_key(&raw))
-            .bind(&raw[..KEY_PREFIX_LEN])
-            .bind(role.as_str())
-            .bind(crate::storable(actor).as_ref())
-            .bind(AuditEventType::ApiKeyCreated.as_str())
-            .execute(self.pool())
-            .await?;
-        Ok(NewApiKey { id, raw })
+        self.create_labelled_api_key(tenant, role, None, actor)
+            .await
+    }
+
+    /// [`Store::create_api_key_by`] with a label saying what the key is for.
+    pub async fn create_labelled_api_key(
+        &self,
+        tenant: TenantId,
+        role: Role,
+        label: Option<&str>,
+        actor: &str,
+    ) -> StoreResult<NewApiKey> {
+        let mut conn = self.pool().acquire().await?;
+        create_api_key_on(&mut conn, tenant, role, label, actor).await
     }
 
     /// Revokes the key named by `which` (its id, its prefix as stored, or the whole key) and
@@ -299,4 +315,30 @@ impl Store {
         })
         .transpose()
     }
+}
+
+/// Creates a key on `conn` (a desk form creates it in its own transaction); see
+/// [`Store::create_labelled_api_key`].
+pub(crate) async fn create_api_key_on(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    role: Role,
+    label: Option<&str>,
+    actor: &str,
+) -> StoreResult<NewApiKey> {
+    let secret: [u8; 24] = rand::rng().random();
+    let raw = format!("ick_{}", hex::encode(secret));
+    let id = Uuid::now_v7();
+    sqlx::query(API_KEY_CREATE)
+        .bind(id)
+        .bind(tenant.0)
+        .bind(hash_key(&raw))
+        .bind(&raw[..KEY_PREFIX_LEN])
+        .bind(role.as_str())
+        .bind(crate::storable(actor).as_ref())
+        .bind(AuditEventType::ApiKeyCreated.as_str())
+        .bind(label.map(|l| crate::storable(l.trim()).into_owned()))
+        .execute(&mut *conn)
+        .await?;
+    Ok(NewApiKey { id, raw })
 }

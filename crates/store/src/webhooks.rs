@@ -603,29 +603,10 @@ impl Store {
         description: Option<&str>,
         actor: &str,
     ) -> StoreResult<CreatedWebhook> {
-        let secret = new_secret();
-        let description = description.map(|d| storable(d).into_owned());
         let mut tx = self.pool().begin().await?;
-        let endpoint: WebhookEndpoint = sqlx::query_as(WEBHOOK_CREATE)
-            .bind(Uuid::now_v7())
-            .bind(tenant.0)
-            .bind(url.as_str())
-            .bind(description.as_deref())
-            .bind(&secret)
-            .bind(storable(actor).as_ref())
-            .fetch_one(&mut *tx)
-            .await?;
-        audit_trail::record(
-            &mut tx,
-            tenant.0,
-            None,
-            actor,
-            AuditEventType::WebhookCreated,
-            serde_json::json!({"endpoint_id": endpoint.id, "url": endpoint.url}),
-        )
-        .await?;
+        let created = webhook_create_in(&mut tx, tenant, url, description, actor).await?;
         tx.commit().await?;
-        Ok(CreatedWebhook { endpoint, secret })
+        Ok(created)
     }
 
     /// The tenant's endpoints, newest first, disabled ones included.
@@ -938,6 +919,38 @@ impl Store {
             retired,
         })
     }
+}
+
+/// [`Store::webhook_create`] inside `tx` (a desk form creates the endpoint in its own
+/// transaction).
+pub(crate) async fn webhook_create_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    tenant: TenantId,
+    url: &WebhookUrl,
+    description: Option<&str>,
+    actor: &str,
+) -> StoreResult<CreatedWebhook> {
+    let secret = new_secret();
+    let description = description.map(|d| storable(d).into_owned());
+    let endpoint: WebhookEndpoint = sqlx::query_as(WEBHOOK_CREATE)
+        .bind(Uuid::now_v7())
+        .bind(tenant.0)
+        .bind(url.as_str())
+        .bind(description.as_deref())
+        .bind(&secret)
+        .bind(storable(actor).as_ref())
+        .fetch_one(&mut **tx)
+        .await?;
+    audit_trail::record(
+        tx,
+        tenant.0,
+        None,
+        actor,
+        AuditEventType::WebhookCreated,
+        serde_json::json!({"endpoint_id": endpoint.id, "url": endpoint.url}),
+    )
+    .await?;
+    Ok(CreatedWebhook { endpoint, secret })
 }
 
 #[cfg(test)]

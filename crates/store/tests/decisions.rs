@@ -12,7 +12,7 @@ use ironclad_store::jobs::{ClaimOutcome, ClaimedJob, Failure, FinalizeOutcome};
 use ironclad_store::replay::{ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
 use ironclad_store::results::{FactRow, PageRow, SegmentRow, SourceResults};
-use ironclad_store::reviews::ReviewRequest;
+use ironclad_store::reviews::{ReviewOutcome, ReviewRequest};
 use ironclad_store::{Store, Transition};
 use ironclad_testkit::harness::commit_fixture_case;
 use ironclad_testkit::TestDb;
@@ -360,16 +360,16 @@ async fn two_reviewers_one_wins_replays_answer_the_same_and_stale_versions_confl
         req(ReviewAction::Reject, Some("no"), 1),
     );
     let (a, b) = tokio::join!(
-        store.resolve_review(
-            &k1,
-            &r1,
-            |r| json!({"resolution": r.resolution, "review_id": r.review_id})
-        ),
-        store.resolve_review(
-            &k2,
-            &r2,
-            |r| json!({"resolution": r.resolution, "review_id": r.review_id})
-        )
+        store.resolve_review(&k1, &r1, |o| match o {
+            ReviewOutcome::Resolved(r) =>
+                json!({"resolution": r.resolution, "review_id": r.review_id}),
+            ReviewOutcome::AwaitingSecond(p) => json!({"awaiting": p.review_id}),
+        }),
+        store.resolve_review(&k2, &r2, |o| match o {
+            ReviewOutcome::Resolved(r) =>
+                json!({"resolution": r.resolution, "review_id": r.review_id}),
+            ReviewOutcome::AwaitingSecond(p) => json!({"awaiting": p.review_id}),
+        })
     );
     let (won, lost) = match (a, b) {
         (Ok(w), Err(l)) => ((w, &k1, &r1), l),
@@ -467,6 +467,7 @@ async fn reprocess_after_failure_decides_and_a_late_result_of_the_old_generation
         source_ids: None,
         reason: "file replaced by the broker".into(),
         actor: "apikey:op".into(),
+        actor_role: ironclad_core::role::Role::Operator,
         max_attempts: 3,
     };
     let answer = store
@@ -703,6 +704,7 @@ async fn a_partial_reprocess_carries_the_other_sources_over_and_verify_accepts_i
         source_ids: Some(vec![sources[1]]),
         reason: "second file replaced".into(),
         actor: "apikey:op".into(),
+        actor_role: ironclad_core::role::Role::Operator,
         max_attempts: 3,
     };
     let answer = store

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use ironclad_core::parse::Value;
-use ironclad_core::rules::{ComparedValue, Evidence, RuleOutcome};
+use ironclad_core::rules::{ComparedValue, CorrectionNote, Evidence, RuleOutcome};
 use ironclad_core::DecisionStatus;
 use ironclad_store::report::{DecisionOrigin, DecisionReport, ReportRulesSource, SnapshotSource};
 use uuid::Uuid;
@@ -153,6 +153,7 @@ fn title_block(doc: &mut Doc<'_>, report: &DecisionReport) {
                 match d.origin {
                     DecisionOrigin::Finalize => "finalized",
                     DecisionOrigin::Reevaluate => "reevaluated",
+                    DecisionOrigin::Correction => "decided again after a correction",
                 },
                 d.decided_by,
                 timestamp(d.created_at)
@@ -284,10 +285,13 @@ fn documents(doc: &mut Doc<'_>, report: &DecisionReport) {
             .map(|f| {
                 let mut notes = Vec::new();
                 if f.missing {
-                    notes.push("missing");
+                    notes.push("missing".to_owned());
                 }
                 if f.conflict {
-                    notes.push("conflicting readings");
+                    notes.push("conflicting readings".to_owned());
+                }
+                if let Some(note) = &f.evidence.correction {
+                    notes.push(corrected(note));
                 }
                 let value = match (&f.value, f.missing) {
                     (Some(v), _) => Cell::new(value_text(v)),
@@ -309,12 +313,12 @@ fn documents(doc: &mut Doc<'_>, report: &DecisionReport) {
             .collect();
         doc.table(
             &[
-                col("Field", 1.6),
-                col("Value", 2.2),
+                col("Field", 1.5),
+                col("Value", 2.0),
                 col("Page", 0.55),
                 col("Confidence", 0.95),
-                col("As printed", 2.5),
-                col("Notes", 1.1),
+                col("As printed", 2.0),
+                col("Notes", 1.9),
             ],
             &rows,
         );
@@ -385,11 +389,19 @@ fn compared(value: &ComparedValue, numbers: &HashMap<Uuid, usize>) -> String {
     if value.evidence.confidence.is_some() {
         place.push(confidence(&value.evidence));
     }
+    if let Some(note) = &value.evidence.correction {
+        place.push(corrected(note));
+    }
     if place.is_empty() {
         format!("{what}{shown}")
     } else {
         format!("{what}{shown} ({})", place.join(", "))
     }
+}
+
+/// A corrected value's note: who corrected it and why.
+fn corrected(note: &CorrectionNote) -> String {
+    format!("corrected by {}: {}", note.by, note.reason)
 }
 
 fn rule_results(doc: &mut Doc<'_>, report: &DecisionReport) {
@@ -609,6 +621,7 @@ mod tests {
             raw_text: Some(raw.into()),
             confidence: Some(confidence),
             read_method: None,
+            correction: None,
         };
         let fact = |field: &str, value: Option<Value>, raw: &str, confidence: f64| FactInput {
             field: field.to_owned(),

@@ -6,6 +6,7 @@
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::intake;
+use crate::paging::Paging;
 use crate::state::{AppState, IntakeLimits};
 use crate::throttle::IntakeSlots;
 use axum::extract::multipart::MultipartRejection;
@@ -18,17 +19,10 @@ use axum::{Extension, Json, Router};
 use ironclad_core::role::Role;
 use ironclad_core::{CaseId, CaseStatus, FailureCode, IdempotencyKey};
 use ironclad_store::read::{
-    decode_cursor, encode_cursor, AuditView, CaseDetail, CaseSummary, DecisionView, JobView,
-    PageView, SegmentView, SourceView,
+    AuditView, CaseDetail, CaseSummary, DecisionView, JobView, PageView, SegmentView, SourceView,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-/// Page size when the client gives none.
-pub const DEFAULT_PAGE_SIZE: i64 = 50;
-/// Largest page a client may ask for; bigger asks are refused rather than silently cut, so a
-/// client never mistakes a short page for the end.
-pub const MAX_PAGE_SIZE: i64 = 500;
 
 /// Header a client sets to make a submission safe to retry.
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
@@ -228,8 +222,6 @@ impl From<CaseDetail> for TenantCase {
 #[derive(Debug, Deserialize)]
 struct ListParams {
     status: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
 /// One page of the listing.
@@ -258,6 +250,7 @@ struct CasePage {
 async fn list_cases(
     State(state): State<AppState>,
     caller: Caller,
+    paging: Paging,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(params) = params.map_err(|_| {
@@ -273,45 +266,15 @@ async fn list_cases(
             })
         })
         .transpose()?;
-    let limit = match params.limit.as_deref() {
-        None => DEFAULT_PAGE_SIZE,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=MAX_PAGE_SIZE).contains(n))
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_limit",
-                    format!("limit must be an integer from 1 to {MAX_PAGE_SIZE}"),
-                )
-                .with_details(json!({"max": MAX_PAGE_SIZE}))
-            })?,
-    };
-    let cursor = params
-        .cursor
-        .as_deref()
-        .map(|c| {
-            decode_cursor(c).ok_or_else(|| {
-                ApiError::bad_request("invalid_cursor", "cursor is not one this API issued")
-            })
-        })
-        .transpose()?;
-    // One row more than asked tells whether another page exists, so the last page carries
-    // `next_cursor: null` instead of sending the client to an empty page.
-    let mut cases = state
+    let cases = state
         .store
         .list_cases(
             Some(caller.0.tenant_id),
             status.map(CaseStatus::as_str),
-            cursor,
-            limit + 1,
+            paging.after,
+            paging.fetch(),
         )
         .await?;
-    let next_cursor = if cases.len() as i64 > limit {
-        cases.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        cases.last().map(|c| encode_cursor(c.created_at, c.id))
-    } else {
-        None
-    };
+    let (cases, next_cursor) = paging.page(cases, |c| (c.created_at, c.id));
     Ok(Json(CasePage { cases, next_cursor }).into_response())
 }

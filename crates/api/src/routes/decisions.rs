@@ -1,12 +1,15 @@
-//! What people do with decisions: the review queue, resolving a review, reprocessing a case
-//! and reevaluating it under the active rules.
+//! What people do with decisions: the review queue, resolving a review (and a second
+//! reviewer's answer under four eyes), reprocessing a case and reevaluating it under the
+//! active rules. The work is in [`crate::actions`]; these handlers read HTTP.
 //!
 //! Every action carries an `Idempotency-Key` (required): the first answer is stored with the
 //! action in one transaction, a replay gets it back (with `Idempotent-Replayed: true`), and
 //! another request under the same key gets 409. Other tenants' and unknown cases are 404.
 
+use crate::actions::{self, action_error, action_key, check_text};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::paging::Paging;
 use crate::routes::cases::{idempotency_key, IDEMPOTENT_REPLAYED};
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -15,31 +18,22 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ironclad_core::review::{ReviewAction, ReviewStatus};
+use ironclad_core::review::{ReviewAction, ReviewStatus, SecondOpinion};
 use ironclad_core::role::Role;
 use ironclad_core::CaseId;
-use ironclad_documents::rules as case_rules;
-use ironclad_store::decisions::RulesApplied;
-use ironclad_store::read::{decode_cursor, encode_cursor};
-use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
-use ironclad_store::reprocess::ReprocessRequest;
-use ironclad_store::reviews::ReviewRequest;
+use ironclad_store::replay::ActionAnswer;
+use ironclad_store::reviews::{ClaimFilter, ReviewQuery, ReviewRequest, SecondRequest};
 use serde::Deserialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
-/// Histogram of how long resolved decisions waited for a person (the fifth pilot measure;
-/// the oldest pending wait is a gauge on `/metrics`).
-pub const REVIEW_WAIT_SECONDS: &str = "ironclad_review_wait_seconds";
-
-/// Longest review comment or reprocess reason accepted.
-pub const MAX_COMMENT_CHARS: usize = 4000;
+pub use crate::actions::reviews::REVIEW_WAIT_SECONDS;
 
 /// The decision routes.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/reviews", get(list_reviews))
         .route("/v1/cases/{id}/reviews", post(review_case))
+        .route("/v1/cases/{id}/reviews/second", post(second_opinion))
         .route("/v1/cases/{id}/reprocess", post(reprocess_case))
         .route("/v1/cases/{id}/reevaluate", post(reevaluate_case))
 }
@@ -47,28 +41,32 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 struct ReviewListParams {
     status: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
+    claim: Option<String>,
+    overdue: Option<String>,
 }
 
-/// `GET /v1/reviews?status=PENDING` (any role): oldest first, with age and decision status.
+/// `GET /v1/reviews?status=PENDING` (any role): oldest first, with age, claim, what waits
+/// for a second reviewer and whether the review is overdue.
 #[utoipa::path(
     get,
     path = "/v1/reviews",
     tag = "decisions",
     params(
-        ("status" = Option<ReviewStatus>, Query, description = "Reviews in this status (default PENDING)"),
+        ("status" = Option<ReviewStatus>, Query, description = "Reviews in this status (default PENDING; AWAITING_SECOND: what waits for a second reviewer)"),
+        ("claim" = Option<String>, Query, description = "`mine`: reviews the caller holds a live claim on; `unclaimed`: nobody does"),
+        ("overdue" = Option<bool>, Query, description = "`true`: only open reviews past their policy's `review_sla`"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "Page size (default 50)"),
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
     responses(
         (status = 200, description = "One page of the review queue, oldest first", body = crate::openapi::ReviewPage),
-        (status = 400, description = "A bad `status`, `limit` or `cursor`", body = crate::openapi::ErrorBody),
+        (status = 400, description = "A bad `status`, `claim`, `overdue`, `limit` or `cursor`", body = crate::openapi::ErrorBody),
     ),
 )]
 async fn list_reviews(
     State(state): State<AppState>,
     caller: Caller,
+    paging: Paging,
     params: Result<Query<ReviewListParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(p) = params.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
@@ -80,32 +78,43 @@ async fn list_reviews(
         .map_err(|_| {
             ApiError::bad_request(
                 "invalid_status",
-                "status must be PENDING, RESOLVED or CANCELLED",
+                "status must be PENDING, AWAITING_SECOND, RESOLVED or CANCELLED",
             )
         })?;
-    let limit = match p.limit.as_deref() {
-        None => 50,
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=500).contains(n))
-            .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit must be 1..=500"))?,
+    let claim = match p.claim.as_deref() {
+        None => ClaimFilter::Any,
+        Some("mine") => ClaimFilter::HeldBy(caller.0.actor()),
+        Some("unclaimed") => ClaimFilter::Unclaimed,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_claim",
+                "claim must be mine or unclaimed",
+            ))
+        }
     };
-    let after = match p.cursor.as_deref() {
-        None => None,
-        Some(raw) => Some(
-            decode_cursor(raw)
-                .ok_or_else(|| ApiError::bad_request("invalid_cursor", "cursor is not valid"))?,
-        ),
+    let overdue_only = match p.overdue.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_overdue",
+                "overdue must be true or false",
+            ))
+        }
+    };
+    let query = ReviewQuery {
+        statuses: vec![status],
+        claim,
+        overdue_only,
+        after: paging.after,
+        limit: paging.fetch(),
     };
     let rows = state
         .store
-        .list_reviews(caller.0.tenant_id.0, status, after, limit)
+        .list_reviews(caller.0.tenant_id.0, &query)
         .await?;
-    let next = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| encode_cursor(r.created_at, r.id)))
-        .flatten();
-    Ok(Json(json!({ "reviews": rows, "next_cursor": next })).into_response())
+    let (reviews, next_cursor) = paging.page(rows, |r| (r.created_at, r.id));
+    Ok(Json(json!({ "reviews": reviews, "next_cursor": next_cursor })).into_response())
 }
 
 /// Body of `POST /v1/cases/{id}/reviews`.
@@ -133,10 +142,11 @@ struct ReviewBody {
     request_body = ReviewBody,
     responses(
         (status = 200, description = "The review is resolved (a replay has `Idempotent-Replayed: true`)", body = crate::openapi::ReviewAnswer),
+        (status = 202, description = "The policy's `four_eyes` holds the action for a second reviewer (AWAITING_SECOND)", body = crate::openapi::ProposalAnswer),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
-        (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The case changed meanwhile (`conflict`), another reviewer holds it (`claimed`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
         (status = 422, description = "Not allowed in the case's current state", body = crate::openapi::ErrorBody),
     ),
@@ -152,44 +162,98 @@ async fn review_case(
     let case = case_id(id)?;
     let Json(body) = body.map_err(invalid_body)?;
     check_text("comment", body.comment.as_deref())?;
-    let key = action_key(&caller, "review", &headers, case, &body_fingerprint(&body))?;
+    let key = action_key(
+        &caller.0,
+        "review",
+        &required_key(&headers)?,
+        case.0,
+        &json!({"action": body.action, "expected_decision_version": body.expected_decision_version,
+                "comment": body.comment}),
+    );
     let req = ReviewRequest {
         case: case.0,
         action: body.action,
         expected_decision_version: body.expected_decision_version,
         comment: body.comment.clone(),
-        actor: actor(&caller),
+        actor: caller.0.actor(),
         actor_role: caller.0.role.as_str().to_owned(),
     };
-    let answer = resolve_review(&state, &key, &req)
+    let answer = actions::reviews::resolve(&state, &key, &req)
         .await
         .map_err(action_error)?;
     Ok(reply(answer))
 }
 
-/// Resolves a review and records how long it waited: the one path the API and the desk share.
-pub(crate) async fn resolve_review(
-    state: &AppState,
-    key: &ActionKey,
-    req: &ReviewRequest,
-) -> Result<ActionAnswer, ActionError> {
-    let answer = state
-        .store
-        .resolve_review(key, req, |r| {
-            json!({
-                "review_id": r.review_id, "case_id": r.case_id, "status": "RESOLVED",
-                "resolution": r.resolution, "decision_version": r.decision_version,
-                "actor": r.actor, "resolved_at": r.resolved_at,
-                "waited_seconds": (r.resolved_at - r.opened_at).num_milliseconds() as f64 / 1000.0,
-            })
-        })
-        .await?;
-    if !answer.replayed {
-        if let Some(waited) = answer.body.get("waited_seconds").and_then(|w| w.as_f64()) {
-            metrics::histogram!(REVIEW_WAIT_SECONDS).record(waited);
-        }
-    }
-    Ok(answer)
+/// Body of `POST /v1/cases/{id}/reviews/second`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct SecondBody {
+    /// CONFIRM (the action takes effect) or DECLINE (the review waits for a person again).
+    opinion: SecondOpinion,
+    /// The decision version the second reviewer looked at (409 when a newer one exists).
+    expected_decision_version: i32,
+    /// Why (kept with the answer and in the timeline).
+    #[serde(default)]
+    #[schema(max_length = 4000)]
+    comment: Option<String>,
+}
+
+/// `POST /v1/cases/{id}/reviews/second` (reviewer or admin, never the proposer): confirm or
+/// decline what four eyes held.
+#[utoipa::path(
+    post,
+    path = "/v1/cases/{id}/reviews/second",
+    tag = "decisions",
+    params(
+        ("id" = uuid::Uuid, Path, description = "Case id"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Required: a retried request is applied once and answered the same"),
+    ),
+    request_body = SecondBody,
+    responses(
+        (status = 200, description = "A resolution confirmed (the case is RESOLVED), or the proposal declined (the review is PENDING again)", body = crate::openapi::SecondAnswer),
+        (status = 201, description = "A correction confirmed: applied, and the case decided again", body = crate::openapi::CorrectionAnswer),
+        (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this, or the caller proposed the action (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
+        (status = 409, description = "Nothing waits for a second reviewer, the case changed meanwhile, another reviewer holds it (`claimed`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
+        (status = 422, description = "Not allowed in the case's current state", body = crate::openapi::ErrorBody),
+    ),
+)]
+async fn second_opinion(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+    body: Result<Json<SecondBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Reviewer, Role::Admin], "confirm reviews")?;
+    let case = case_id(id)?;
+    let Json(body) = body.map_err(invalid_body)?;
+    check_text("comment", body.comment.as_deref())?;
+    let comment = body
+        .comment
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
+    let key = action_key(
+        &caller.0,
+        "second",
+        &required_key(&headers)?,
+        case.0,
+        &json!({"opinion": body.opinion, "expected_decision_version": body.expected_decision_version,
+                "comment": comment}),
+    );
+    let req = SecondRequest {
+        case: case.0,
+        opinion: body.opinion,
+        expected_decision_version: body.expected_decision_version,
+        comment: comment.map(str::to_owned),
+        actor: caller.0.actor(),
+        actor_role: caller.0.role.as_str().to_owned(),
+    };
+    let answer = actions::reviews::second_opinion(&state, caller.0.tenant_id.0, &key, &req).await?;
+    Ok(reply(answer))
 }
 
 /// Body of `POST /v1/cases/{id}/reprocess`.
@@ -205,7 +269,9 @@ struct ReprocessBody {
     reason: String,
 }
 
-/// `POST /v1/cases/{id}/reprocess` (operator or admin): a new generation.
+/// `POST /v1/cases/{id}/reprocess`: a new generation. Operators and admins read cases again;
+/// a RESOLVED case carries a person's resolution, so only a reviewer or an admin may reopen
+/// it (an operator gets 403), and its earlier resolution stays in its history.
 #[utoipa::path(
     post,
     path = "/v1/cases/{id}/reprocess",
@@ -218,7 +284,7 @@ struct ReprocessBody {
     responses(
         (status = 202, description = "A new generation is being read", body = ironclad_store::reprocess::Reprocessed),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The key's role may not do this (`forbidden`), e.g. an operator reprocessing a RESOLVED case", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
@@ -232,37 +298,24 @@ async fn reprocess_case(
     id: Result<Path<String>, PathRejection>,
     body: Result<Json<ReprocessBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    caller.require(&[Role::Operator, Role::Admin], "reprocess cases")?;
+    // Which cases each role may read again is decided under the case's lock (its status).
+    caller.require(
+        &[Role::Operator, Role::Reviewer, Role::Admin],
+        "reprocess cases",
+    )?;
     let case = case_id(id)?;
     let Json(body) = body.map_err(invalid_body)?;
-    if body.reason.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            "reason is required: say why the case is read again",
-        ));
-    }
-    check_text("reason", Some(&body.reason))?;
-    if body.source_ids.as_ref().is_some_and(|s| s.len() > 1000) {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            "at most 1000 source_ids",
-        ));
-    }
-    let fingerprint =
-        body_fingerprint(&json!({"source_ids": body.source_ids, "reason": body.reason}));
-    let key = action_key(&caller, "reprocess", &headers, case, &fingerprint)?;
-    let req = ReprocessRequest {
-        case: case.0,
-        source_ids: body.source_ids.clone(),
-        reason: body.reason.clone(),
-        actor: actor(&caller),
-        max_attempts: state.config.max_attempts,
-    };
-    let answer = state
-        .store
-        .reprocess_case(&key, &req, |r| json!(r))
-        .await
-        .map_err(action_error)?;
+    let key = required_key(&headers)?;
+    let answer = actions::reprocess::reprocess(
+        &state,
+        &caller.0,
+        &key,
+        case.0,
+        body.source_ids,
+        &body.reason,
+    )
+    .await?
+    .map_err(action_error)?;
     Ok(reply(answer))
 }
 
@@ -281,7 +334,7 @@ async fn reprocess_case(
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
-        (status = 409, description = "The case changed meanwhile (`conflict`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The case changed meanwhile (`conflict`), another reviewer holds it (`claimed`), or the `Idempotency-Key` was used for another request", body = crate::openapi::ErrorBody),
         (status = 422, description = "Not allowed in the case's current state", body = crate::openapi::ErrorBody),
     ),
 )]
@@ -293,116 +346,38 @@ async fn reevaluate_case(
 ) -> Result<Response, ApiError> {
     caller.require(&[Role::Reviewer, Role::Admin], "reevaluate cases")?;
     let case = case_id(id)?;
-    let key = action_key(&caller, "reevaluate", &headers, case, "")?;
-    let tenant = caller.0.tenant_id.0;
-    let context = state
-        .store
-        .decision_context(case.0, Some(tenant))
+    let key = required_key(&headers)?;
+    let answer = actions::reevaluate::reevaluate(&state, &caller.0, &key, case.0)
         .await?
-        .ok_or_else(ApiError::not_found)?;
-    let workflow_yaml = state.store.case_workflow_yaml(&context).await?;
-    let chosen = case_rules::choose_for_yaml(
-        state.compiler.as_ref(),
-        workflow_yaml.as_deref(),
-        context.active_ruleset.as_ref(),
-    );
-    if let Some(problem) = &chosen.problem {
-        tracing::warn!(case_id = %case, %problem, "reevaluating without the expected rules");
-    }
-    let applied = RulesApplied::new(&chosen.ruleset, chosen.managed);
-    let answer = state
-        .store
-        .reevaluate_case(
-            &key,
-            case.0,
-            &applied,
-            &actor(&caller),
-            |d| json!({"case_id": case, "decision": d}),
-        )
-        .await
         .map_err(action_error)?;
     Ok(reply(answer))
 }
 
-/// Who did it, as the audit trail and the case record it.
-pub(crate) fn actor(caller: &Caller) -> String {
-    caller.0.actor()
-}
-
-fn case_id(id: Result<Path<String>, PathRejection>) -> Result<CaseId, ApiError> {
+/// A case id from the path; malformed is "no such case", exactly like unknown or foreign.
+pub(crate) fn case_id(id: Result<Path<String>, PathRejection>) -> Result<CaseId, ApiError> {
     id.ok()
         .and_then(|Path(raw)| raw.parse().ok())
         .ok_or_else(ApiError::not_found)
 }
 
-fn invalid_body(e: JsonRejection) -> ApiError {
+/// A JSON body that could not be read, as the API answers it.
+pub(crate) fn invalid_body(e: JsonRejection) -> ApiError {
     ApiError::client(e.status(), "invalid_body", e.body_text())
 }
 
-/// Refuses a comment or reason too long, or holding U+0000 (shared with the desk's forms).
-pub(crate) fn check_text(field: &'static str, text: Option<&str>) -> Result<(), ApiError> {
-    if text.is_some_and(|t| t.chars().count() > MAX_COMMENT_CHARS) {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            format!("{field} is longer than {MAX_COMMENT_CHARS} characters"),
-        ));
-    }
-    // PostgreSQL's text and jsonb cannot hold U+0000: refuse it here, not as a failed insert.
-    if text.is_some_and(|t| t.contains('\0')) {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            format!("{field} contains the character U+0000"),
-        ));
-    }
-    Ok(())
-}
-
-fn body_fingerprint(body: &impl std::fmt::Debug) -> String {
-    hex::encode(Sha256::digest(format!("{body:?}").as_bytes()))
-}
-
-/// The request's replay key: required on every case action.
-fn action_key(
-    caller: &Caller,
-    action: &'static str,
-    headers: &HeaderMap,
-    case: CaseId,
-    fingerprint: &str,
-) -> Result<ActionKey, ApiError> {
+/// The request's `Idempotency-Key`: required on every case action.
+pub(crate) fn required_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let key = idempotency_key(headers)?.ok_or_else(|| {
         ApiError::bad_request(
             "missing_idempotency_key",
             "this action needs an Idempotency-Key header, so a retried request is applied once",
         )
     })?;
-    Ok(ActionKey {
-        tenant: caller.0.tenant_id.0,
-        action,
-        key: key.as_str().to_owned(),
-        fingerprint: hex::encode(Sha256::digest(format!("{case}:{fingerprint}").as_bytes())),
-    })
+    Ok(key.as_str().to_owned())
 }
 
-pub(crate) fn action_error(e: ActionError) -> ApiError {
-    match e {
-        ActionError::NotFound => ApiError::not_found(),
-        ActionError::KeyReused => ApiError::client(
-            StatusCode::CONFLICT,
-            "idempotency_key_reused",
-            "this Idempotency-Key was already used for a different request",
-        ),
-        ActionError::Conflict { message, current } => {
-            ApiError::client(StatusCode::CONFLICT, "conflict", message)
-                .with_details(json!({ "current": current }))
-        }
-        ActionError::Refused(message) => {
-            ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, "not_allowed", message)
-        }
-        ActionError::Store(e) => e.into(),
-    }
-}
-
-fn reply(answer: ActionAnswer) -> Response {
+/// An action's answer: its first status and body, marked when it is a replay.
+pub(crate) fn reply(answer: ActionAnswer) -> Response {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     let mut response = (status, Json(answer.body)).into_response();
     if answer.replayed {

@@ -1,6 +1,8 @@
 //! Route groups, one module per resource; [`crate::router()`] merges them.
 
 pub mod cases;
+pub mod claims;
+pub mod corrections;
 pub mod decisions;
 pub mod notifications;
 pub mod ops;

@@ -4,17 +4,15 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::cases::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use crate::paging::Paging;
 use crate::state::AppState;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_store::notifications::NotificationView;
-use ironclad_store::read::{decode_cursor, encode_cursor};
 use ironclad_store::Transition;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use uuid::Uuid;
 
 /// The inbox routes.
@@ -28,8 +26,6 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 struct ListParams {
     unread: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
 /// One page of the inbox.
@@ -38,36 +34,6 @@ struct NotificationPage {
     notifications: Vec<NotificationView>,
     /// Pass as `cursor` for the next page; `null` on the last page.
     next_cursor: Option<String>,
-}
-
-/// `limit` of a listing: 1..=[`MAX_PAGE_SIZE`], default [`DEFAULT_PAGE_SIZE`].
-pub(crate) fn page_size(raw: Option<&str>) -> Result<i64, ApiError> {
-    match raw {
-        None => Ok(DEFAULT_PAGE_SIZE),
-        Some(raw) => raw
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=MAX_PAGE_SIZE).contains(n))
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_limit",
-                    format!("limit must be an integer from 1 to {MAX_PAGE_SIZE}"),
-                )
-                .with_details(json!({"max": MAX_PAGE_SIZE}))
-            }),
-    }
-}
-
-/// `cursor` of a listing, as this API issued it.
-pub(crate) fn page_cursor(
-    raw: Option<&str>,
-) -> Result<Option<(chrono::DateTime<chrono::Utc>, Uuid)>, ApiError> {
-    raw.map(|c| {
-        decode_cursor(c).ok_or_else(|| {
-            ApiError::bad_request("invalid_cursor", "cursor is not one this API issued")
-        })
-    })
-    .transpose()
 }
 
 /// A path id; malformed is "no such thing", exactly like unknown or foreign.
@@ -95,6 +61,7 @@ pub(crate) fn path_id(id: Result<Path<String>, PathRejection>) -> Result<Uuid, A
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    paging: Paging,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<NotificationPage>, ApiError> {
     let Query(params) = params.map_err(|_| {
@@ -110,21 +77,16 @@ async fn list(
             ))
         }
     };
-    let limit = page_size(params.limit.as_deref())?;
-    let cursor = page_cursor(params.cursor.as_deref())?;
-    // One row more than asked tells whether another page exists.
-    let mut notifications = state
+    let notifications = state
         .store
-        .notifications_list(caller.0.tenant_id, unread_only, cursor, limit + 1)
+        .notifications_list(
+            caller.0.tenant_id,
+            unread_only,
+            paging.after,
+            paging.fetch(),
+        )
         .await?;
-    let next_cursor = if notifications.len() as i64 > limit {
-        notifications.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        notifications
-            .last()
-            .map(|n| encode_cursor(n.created_at, n.id))
-    } else {
-        None
-    };
+    let (notifications, next_cursor) = paging.page(notifications, |n| (n.created_at, n.id));
     Ok(Json(NotificationPage {
         notifications,
         next_cursor,

@@ -339,6 +339,12 @@ fn write_scrape_gauges(
             "How long the oldest pending review has waited (resolved waits: ironclad_review_wait_seconds).",
             g.review_oldest_pending_age_seconds,
         );
+        single(
+            out,
+            "ironclad_reviews_overdue",
+            "Open reviews past their policy's review_sla.",
+            g.reviews_overdue as f64,
+        );
         let cases = CaseStatus::ALL.iter().map(|s| s.as_str());
         by_status(
             out,
@@ -448,6 +454,7 @@ mod tests {
             webhook_dead: 1,
             reviews_pending: 2,
             review_oldest_pending_age_seconds: 90.0,
+            reviews_overdue: 3,
         };
         let pending = PendingSummary {
             count: 4,
@@ -467,6 +474,7 @@ mod tests {
         assert!(out.contains("ironclad_webhook_deliveries_dead 1\n"));
         assert!(out.contains("ironclad_reviews_pending 2\n"));
         assert!(out.contains("ironclad_review_oldest_pending_age_seconds 90\n"));
+        assert!(out.contains("# TYPE ironclad_reviews_overdue gauge\nironclad_reviews_overdue 3\n"));
         assert!(out.contains("ironclad_stream_oldest_pending_age_seconds 2.5\n"));
         assert!(out.contains("ironclad_scrape_source_up{source=\"redis\"} 1\n"));
     }

@@ -2,9 +2,11 @@
 //! the workflow, activate it (the previous ACTIVE one is RETIRED), list, show and diff.
 //! Activation never changes decided cases; `POST /v1/cases/{id}/reevaluate` does, per case.
 
+use crate::actions::rulesets::{
+    activate_checked, check_ruleset, diff_base, find_ruleset, issues_json, latest_workflow_yaml,
+};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::decisions::actor;
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -13,12 +15,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_core::role::Role;
-use ironclad_core::rules::{CompiledRuleset, RuleIssue, RulesetSpec};
+use ironclad_core::rules::{RuleIssue, RulesetSpec};
 use ironclad_documents::rules as case_rules;
-use ironclad_store::rulesets::{ActivationError, RulesetRow};
+use ironclad_store::rulesets::RulesetRow;
 use serde::Deserialize;
 use serde_json::json;
-use uuid::Uuid;
 
 /// The ruleset routes.
 pub fn router() -> Router<AppState> {
@@ -93,7 +94,12 @@ async fn create(
     }
     let row = state
         .store
-        .create_ruleset(caller.0.tenant_id.0, &body.workflow, &spec, &actor(&caller))
+        .create_ruleset(
+            caller.0.tenant_id.0,
+            &body.workflow,
+            &spec,
+            &caller.0.actor(),
+        )
         .await?;
     let validation = validation(case_rules::validate_for_yaml(
         state.compiler.as_ref(),
@@ -232,74 +238,11 @@ async fn activate(
         &state,
         caller.0.tenant_id.0,
         &row,
-        &actor(&caller),
+        &caller.0.actor(),
         &body.comment,
     )
     .await?;
     Ok(Json(json!({ "ruleset": activated })).into_response())
-}
-
-/// Validates `row` against its workflow's latest version: `Err` only when the workflow cannot
-/// be found (the API's 422 `unknown_workflow`).
-pub(crate) async fn check_ruleset(
-    state: &AppState,
-    row: &RulesetRow,
-) -> Result<Result<CompiledRuleset, Vec<RuleIssue>>, ApiError> {
-    let yaml = latest_workflow_yaml(state, &row.workflow).await?;
-    Ok(case_rules::validate_for_yaml(
-        state.compiler.as_ref(),
-        &yaml,
-        &row.spec,
-    ))
-}
-
-/// Activates `row` with `comment` after checking both: the one path the API and the desk
-/// share. 400 for a missing comment, 422 for invalid rules, 409 when not a DRAFT.
-pub(crate) async fn activate_checked(
-    state: &AppState,
-    tenant: Uuid,
-    row: &RulesetRow,
-    actor: &str,
-    comment: &str,
-) -> Result<RulesetRow, ApiError> {
-    // U+0000 too: PostgreSQL's text cannot hold it.
-    if comment.trim().is_empty() || comment.chars().count() > 4000 || comment.contains('\0') {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            "comment is required (1 to 4000 characters, no U+0000): say why these rules go live",
-        ));
-    }
-    if let Err(issues) = check_ruleset(state, row).await? {
-        return Err(ApiError::client(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_ruleset",
-            "the ruleset is not valid for its workflow; fix it in a new version",
-        )
-        .with_details(json!({ "issues": issues_json(&issues) })));
-    }
-    state
-        .store
-        .activate_ruleset(tenant, row.id, actor, comment)
-        .await
-        .map_err(|e| match e {
-            ActivationError::NotFound => ApiError::not_found(),
-            ActivationError::NotDraft(status) => ApiError::client(
-                StatusCode::CONFLICT,
-                "not_draft",
-                format!("ruleset is {status}; only a DRAFT can be activated"),
-            ),
-            ActivationError::Store(e) => e.into(),
-        })
-}
-
-/// The ruleset `row` is compared with by default: the workflow's ACTIVE one, or the previous
-/// version when `row` is active; `None` for a first version.
-pub(crate) async fn diff_base(
-    state: &AppState,
-    tenant: Uuid,
-    row: &RulesetRow,
-) -> Result<Option<RulesetRow>, ApiError> {
-    Ok(state.store.default_diff_base(tenant, row).await?)
 }
 
 #[derive(Debug, Deserialize)]
@@ -354,44 +297,6 @@ async fn find(
 ) -> Result<RulesetRow, ApiError> {
     let raw = id.map(|Path(raw)| raw).unwrap_or_default();
     find_ruleset(state, caller.0.tenant_id.0, &raw).await
-}
-
-/// The tenant's ruleset `raw_id`; a malformed id is 404 like an unknown one.
-pub(crate) async fn find_ruleset(
-    state: &AppState,
-    tenant: Uuid,
-    raw_id: &str,
-) -> Result<RulesetRow, ApiError> {
-    let id: Uuid = raw_id.parse().map_err(|_| ApiError::not_found())?;
-    state
-        .store
-        .get_ruleset(tenant, id)
-        .await?
-        .ok_or_else(ApiError::not_found)
-}
-
-async fn latest_workflow_yaml(state: &AppState, name: &str) -> Result<String, ApiError> {
-    // No workflow is named with U+0000, and PostgreSQL's text cannot hold it (the query would
-    // fail as a 500).
-    let found = if name.contains('\0') {
-        None
-    } else {
-        state.store.latest_workflow(name).await?
-    };
-    found.map(|w| w.source_yaml).ok_or_else(|| {
-        ApiError::client(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "unknown_workflow",
-            format!("no workflow named {name:?} is loaded"),
-        )
-    })
-}
-
-fn issues_json(issues: &[RuleIssue]) -> serde_json::Value {
-    json!(issues
-        .iter()
-        .map(|i| json!({"path": i.path, "message": i.message}))
-        .collect::<Vec<_>>())
 }
 
 fn validation(

@@ -4,22 +4,20 @@
 //! The signing secret is in the 201 of the creation and nowhere else. Another tenant's id, an
 //! unknown id and a malformed id all get the same 404.
 
+use crate::actions::webhooks::{checked_endpoint, requeue_delivery};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::notifications::{page_cursor, page_size, path_id};
+use crate::paging::Paging;
+use crate::routes::notifications::path_id;
 use crate::state::AppState;
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_core::role::Role;
-use ironclad_core::TenantId;
-use ironclad_store::read::encode_cursor;
-use ironclad_store::webhooks::{
-    DeliveryView, RequeueOutcome, WebhookEndpoint, WebhookUrl, MAX_DESCRIPTION_LEN,
-};
+use ironclad_store::webhooks::{DeliveryView, WebhookEndpoint};
 use ironclad_store::Transition;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -91,31 +89,6 @@ async fn create(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
-}
-
-/// An endpoint's URL and description as checked for creation (the API's and the desk's one
-/// path): 400 `invalid_url` or `invalid_description`.
-pub(crate) fn checked_endpoint<'d>(
-    state: &AppState,
-    url: &str,
-    description: Option<&'d str>,
-) -> Result<(WebhookUrl, Option<&'d str>), ApiError> {
-    let url = WebhookUrl::parse(url, state.config.webhook_allow_private).map_err(|e| {
-        ApiError::bad_request("invalid_url", e.to_string()).with_details(json!({"field": "url"}))
-    })?;
-    let description = description.map(str::trim).filter(|d| !d.is_empty());
-    if let Some(d) = description {
-        if d.chars().count() > MAX_DESCRIPTION_LEN || d.chars().any(char::is_control) {
-            return Err(ApiError::bad_request(
-                "invalid_description",
-                format!(
-                    "description must be at most {MAX_DESCRIPTION_LEN} characters, without control characters"
-                ),
-            )
-            .with_details(json!({"field": "description", "max": MAX_DESCRIPTION_LEN})));
-        }
-    }
-    Ok((url, description))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -208,12 +181,6 @@ async fn disable(
     }))
 }
 
-#[derive(Debug, Deserialize)]
-struct LogParams {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 struct DeliveryLog {
     deliveries: Vec<DeliveryView>,
@@ -242,26 +209,17 @@ async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-    params: Result<Query<LogParams>, QueryRejection>,
+    paging: Result<Paging, ApiError>,
 ) -> Result<Json<DeliveryLog>, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
     let id = path_id(id)?;
-    let Query(params) = params.map_err(|_| {
-        ApiError::bad_request("invalid_query", "the query string could not be parsed")
-    })?;
-    let limit = page_size(params.limit.as_deref())?;
-    let cursor = page_cursor(params.cursor.as_deref())?;
-    let mut deliveries = state
+    let paging = paging?;
+    let deliveries = state
         .store
-        .webhook_delivery_log(caller.0.tenant_id, id, cursor, limit + 1)
+        .webhook_delivery_log(caller.0.tenant_id, id, paging.after, paging.fetch())
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let next_cursor = if deliveries.len() as i64 > limit {
-        deliveries.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        deliveries.last().map(|d| encode_cursor(d.created_at, d.id))
-    } else {
-        None
-    };
+    let (deliveries, next_cursor) = paging.page(deliveries, |d| (d.created_at, d.id));
     Ok(Json(DeliveryLog {
         deliveries,
         next_cursor,
@@ -292,29 +250,4 @@ async fn requeue(
     requeue_delivery(&state, caller.0.tenant_id, id, &actor(&caller))
         .await
         .map(Json)
-}
-
-/// Requeues the tenant's DEAD delivery `id` (the API's and the desk's one path): 404 unknown,
-/// 409 `not_dead` or `endpoint_disabled`.
-pub(crate) async fn requeue_delivery(
-    state: &AppState,
-    tenant: TenantId,
-    id: uuid::Uuid,
-    actor: &str,
-) -> Result<DeliveryView, ApiError> {
-    match state.store.webhook_requeue(tenant, id, actor).await? {
-        RequeueOutcome::Requeued(view) => Ok(*view),
-        RequeueOutcome::NotFound => Err(ApiError::not_found()),
-        RequeueOutcome::NotDead(status) => Err(ApiError::client(
-            StatusCode::CONFLICT,
-            "not_dead",
-            format!("only a DEAD delivery can be requeued; this one is {status}"),
-        )
-        .with_details(json!({"status": status}))),
-        RequeueOutcome::EndpointDisabled => Err(ApiError::client(
-            StatusCode::CONFLICT,
-            "endpoint_disabled",
-            "the delivery's endpoint is disabled; create a new endpoint instead",
-        )),
-    }
 }

@@ -1,6 +1,7 @@
 //! The cases list (status tabs with live counts, search by reference, keyset pages) and the
 //! upload page.
 
+use crate::paging::Paging;
 use crate::state::AppState;
 use crate::ui::page::{render, Chrome, DeskError, DeskQuery};
 use crate::ui::session::DeskUser;
@@ -11,9 +12,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use ironclad_core::CaseStatus;
-use ironclad_store::read::{decode_cursor, encode_cursor, CaseSummary};
+use ironclad_store::read::{decode_cursor, CaseSummary};
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::HashMap;
 
 /// Cases per page.
 const PAGE_SIZE: i64 = 50;
@@ -40,6 +42,8 @@ struct Row {
     reference: String,
     status: String,
     reason: Option<String>,
+    /// The latest decision of the current generation.
+    decision: Option<String>,
     resolution: Option<String>,
     created: String,
     created_iso: String,
@@ -78,8 +82,9 @@ fn query_string(pairs: &[(&str, &str)]) -> String {
     }
 }
 
-fn row(c: CaseSummary) -> Row {
+fn row(c: CaseSummary, decisions: &HashMap<uuid::Uuid, String>) -> Row {
     Row {
+        decision: decisions.get(&c.id).cloned(),
         id: c.id,
         reference: c
             .external_reference
@@ -126,6 +131,11 @@ pub(crate) async fn list(
             crate::error::ApiError::bad_request("invalid_cursor", "this page link is not valid")
         })?),
     };
+    // The API's keyset paging: one row more than shown says whether a next page exists.
+    let paging = Paging {
+        limit: PAGE_SIZE,
+        after,
+    };
     let cases = state
         .store
         .search_cases(
@@ -133,9 +143,17 @@ pub(crate) async fn list(
             status,
             (!reference.is_empty()).then_some(reference.as_str()),
             after,
-            PAGE_SIZE,
+            paging.fetch(),
         )
         .await?;
+    let (cases, next) = paging.page(cases, |c| (c.created_at, c.id));
+    let ids: Vec<uuid::Uuid> = cases.iter().map(|c| c.id).collect();
+    let decisions: HashMap<uuid::Uuid, String> = state
+        .store
+        .case_decisions(tenant, &ids)
+        .await?
+        .into_iter()
+        .collect();
     let counts = state.store.case_counts(tenant).await?;
     let count_of = |s: &str| {
         counts
@@ -161,16 +179,13 @@ pub(crate) async fn list(
             href: query_string(&[("status", s.as_str()), ("reference", &reference)]),
         });
     }
-    let next_href = (cases.len() as i64 == PAGE_SIZE)
-        .then(|| cases.last())
-        .flatten()
-        .map(|last| {
-            query_string(&[
-                ("status", status_text),
-                ("reference", &reference),
-                ("after", &encode_cursor(last.created_at, last.id)),
-            ])
-        });
+    let next_href = next.map(|cursor| {
+        query_string(&[
+            ("status", status_text),
+            ("reference", &reference),
+            ("after", cursor.as_str()),
+        ])
+    });
     let page = CasesPage {
         chrome: Chrome::of(&user, "cases"),
         tabs,
@@ -178,7 +193,7 @@ pub(crate) async fn list(
         first_href: query_string(&[("status", status_text), ("reference", &reference)]),
         show_first: after.is_some(),
         reference,
-        rows: cases.into_iter().map(row).collect(),
+        rows: cases.into_iter().map(|c| row(c, &decisions)).collect(),
         next_href,
     };
     Ok(render(StatusCode::OK, &page))
@@ -213,6 +228,9 @@ pub(crate) async fn counts(
 #[template(path = "upload.html")]
 struct UploadPage {
     chrome: Chrome,
+    /// The intake's `Idempotency-Key`, made with the page: however often the form is sent
+    /// (a double click, a retry after a dropped connection), one case is created.
+    idempotency_key: String,
     max_files: usize,
     max_file_mb: u64,
     max_pages: u32,
@@ -230,6 +248,7 @@ pub(crate) async fn upload_page(
         StatusCode::OK,
         &UploadPage {
             chrome: Chrome::of(&user, "upload"),
+            idempotency_key: format!("desk-upload-{}", uuid::Uuid::new_v4()),
             max_files: limits.max_files,
             max_file_mb: limits.max_file_bytes / (1024 * 1024),
             max_pages: limits.max_total_pages,

@@ -3,16 +3,23 @@
 //! no build step). Pages are tenant-scoped through the signed-in user's session; the upload
 //! and other scripted calls go to the JSON API with the session cookie and a CSRF header.
 
+mod account;
 mod admin;
-mod case;
+pub(crate) mod case;
 mod cases;
 mod chart;
+mod claims;
+mod corrections;
+mod forms;
 mod operations;
 pub(crate) mod page;
+mod people;
 mod previews;
 mod queue;
 mod rulesets;
-pub(crate) mod session;
+pub mod session;
+mod sign_in;
+mod sweep;
 mod webhooks;
 
 use crate::state::AppState;
@@ -24,17 +31,26 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use previews::PreviewCache;
+pub use sweep::sweep_sessions_every;
 
 /// The desk's routes.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(cases::list))
         .route("/desk/counts", get(cases::counts))
-        .route("/login", get(session::login_page).post(session::login))
-        .route("/logout", post(session::logout))
+        .route("/login", get(sign_in::login_page).post(sign_in::login))
+        .route("/logout", post(sign_in::logout))
+        .route(
+            session::CHANGE_PASSWORD_PATH,
+            get(account::password_page).post(account::change_password),
+        )
         .route("/cases/{id}", get(case::show))
+        .route("/cases/{id}/state", get(case::live))
         .route("/cases/{id}/review", post(case::review))
         .route("/cases/{id}/reprocess", post(case::reprocess))
+        .route("/cases/{id}/corrections", post(corrections::save))
+        .route("/cases/{id}/claim", post(claims::claim))
+        .route("/cases/{id}/second", post(claims::second))
         .route(
             "/cases/{id}/sources/{source}/pages/{page}",
             get(previews::page_image),
@@ -64,6 +80,8 @@ pub fn router() -> Router<AppState> {
         )
         .route("/assets/desk.css", get(stylesheet))
         .route("/assets/desk.js", get(script))
+        .route("/assets/review.css", get(review_stylesheet))
+        .route("/assets/review.js", get(review_script))
 }
 
 const STYLESHEET: &str = include_str!("../../assets/ui/desk.css");
@@ -75,6 +93,19 @@ async fn stylesheet() -> Response {
 
 async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// The review desk's own pieces (claims, four eyes, corrections): kept apart from the desk's
+/// general stylesheet and script.
+const REVIEW_STYLESHEET: &str = include_str!("../../assets/ui/review.css");
+const REVIEW_SCRIPT: &str = include_str!("../../assets/ui/review.js");
+
+async fn review_stylesheet() -> Response {
+    asset("text/css; charset=utf-8", REVIEW_STYLESHEET)
+}
+
+async fn review_script() -> Response {
+    asset("text/javascript; charset=utf-8", REVIEW_SCRIPT)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -234,15 +234,21 @@ async fn page(
                 title: "Awaiting review",
                 value: g.reviews_pending.to_string(),
                 detail: Some(format!(
-                    "oldest {}",
-                    age(g.review_oldest_pending_age_seconds)
+                    "oldest {} · {} overdue",
+                    age(g.review_oldest_pending_age_seconds),
+                    g.reviews_overdue
                 )),
-                note: "decisions waiting for a person",
-                state: level(
-                    g.review_oldest_pending_age_seconds,
-                    4.0 * 3600.0,
-                    24.0 * 3600.0,
-                ),
+                note: "decisions waiting for a person; overdue: past their policy's review_sla",
+                // A review past its SLA is a promise broken, whatever the oldest wait.
+                state: if g.reviews_overdue > 0 {
+                    "bad"
+                } else {
+                    level(
+                        g.review_oldest_pending_age_seconds,
+                        4.0 * 3600.0,
+                        24.0 * 3600.0,
+                    )
+                },
                 chart: Series::ReviewWait.chart(&samples, now),
             });
         }

@@ -8,7 +8,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use ironclad_core::role::Role;
 
-/// Renders `page` with `status`; a template that cannot render is a logged 500.
 /// A form that carries nothing but its CSRF token (a button).
 #[derive(Debug, serde::Deserialize)]
 pub(crate) struct CsrfOnly {
@@ -27,6 +26,7 @@ pub(crate) fn refusal(error: ApiError) -> Result<(StatusCode, String), DeskError
     }
 }
 
+/// Renders `page` with `status`; a template that cannot render is a logged 500.
 pub(crate) fn render(status: StatusCode, page: &impl Template) -> Response {
     match page.render() {
         Ok(html) => {
@@ -45,7 +45,8 @@ pub(crate) fn render(status: StatusCode, page: &impl Template) -> Response {
 /// their role may use, and the CSRF token its forms carry.
 #[derive(Debug, Clone)]
 pub(crate) struct Chrome {
-    pub email: String,
+    /// The user's display name (else address).
+    pub name: String,
     pub role: &'static str,
     pub csrf: String,
     pub admin: bool,
@@ -58,7 +59,7 @@ impl Chrome {
     pub(crate) fn of(user: &DeskUser, here: &'static str) -> Self {
         let role = user.0.principal.role;
         Self {
-            email: user.0.email.clone(),
+            name: user.0.name.clone(),
             role: role.as_str(),
             csrf: user.0.csrf_token.clone(),
             admin: role == Role::Admin,

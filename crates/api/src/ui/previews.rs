@@ -112,10 +112,8 @@ pub(crate) async fn page_image(
     let mut response = Body::from(png).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
-    // A source's bytes never change and the URL names the rotation: the browser may keep it.
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, max-age=86400"),
-    );
+    // A page of a tenant's document: kept by no cache, not even the browser's after sign-out
+    // (the server's own cache makes showing it again cheap).
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }

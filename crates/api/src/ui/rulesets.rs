@@ -2,12 +2,13 @@
 //! validation against the workflow and its changes against the version it would replace, and
 //! activation with a comment. The checks are the API's own (`routes::rulesets`).
 
+use crate::actions::rulesets::{activate_checked, check_ruleset, diff_base, find_ruleset};
 use crate::error::ApiError;
-use crate::routes::rulesets::{activate_checked, check_ruleset, diff_base, find_ruleset};
 use crate::state::AppState;
 use crate::ui::admin::{admin_form, admin_only};
 use crate::ui::cases::when;
 use crate::ui::page::{refusal, render, Chrome, DeskError, DeskForm, DeskQuery};
+use crate::ui::people::People;
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
@@ -202,6 +203,14 @@ async fn detail(
         .collect();
     let empty = serde_json::json!({"rules": []});
     let diff = case_rules::diff(base.as_ref().map_or(&empty, |b| &b.spec), &row.spec);
+    let people = People::load(
+        state,
+        user.0.principal.tenant_id,
+        [Some(row.created_by.as_str()), row.activated_by.as_deref()]
+            .into_iter()
+            .flatten(),
+    )
+    .await?;
     Ok(DetailPage {
         chrome: Chrome::of(user, "admin"),
         id: row.id,
@@ -210,10 +219,14 @@ async fn detail(
         draft: row.status == "DRAFT",
         status: row.status,
         created: when(row.created_at),
-        created_by: row.created_by,
-        activated: row
-            .activated_at
-            .map(|at| format!("{} by {}", when(at), row.activated_by.unwrap_or_default())),
+        created_by: people.name(&row.created_by),
+        activated: row.activated_at.map(|at| {
+            format!(
+                "{} by {}",
+                when(at),
+                people.name(row.activated_by.as_deref().unwrap_or_default())
+            )
+        }),
         comment: row.activation_comment,
         valid_rules,
         issues,

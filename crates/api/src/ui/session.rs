@@ -1,31 +1,88 @@
-//! Who is at the desk: the session cookie, the signed-in extractor, CSRF checks, sign-in and
-//! sign-out.
+//! Who is at the desk: the desk's cookies, the signed-in extractor and CSRF checks.
 //!
-//! The cookie holds a random token (`ics_` + 64 hex digits); PostgreSQL keeps its hash. It is
-//! `HttpOnly` (no script reads it), `SameSite=Lax` (not sent on cross-site posts) and `Secure`
-//! when the deployment says it is behind TLS. Every form carries the session's CSRF token and
-//! every unsafe API call from a browser the `X-CSRF-Token` header: SameSite alone does not
-//! cover old browsers or a sibling subdomain.
+//! The session cookie holds a random token (`ics_` + 64 hex digits); PostgreSQL keeps its
+//! hash. It is `__Host-ironclad_session`: `Secure`, `Path=/`, no `Domain`, so no sibling
+//! subdomain and no plain-HTTP page can set or overwrite it (browsers treat `http://localhost`
+//! and `http://127.0.0.1` as secure, so a developer's machine works as it is). It is
+//! `HttpOnly` (no script reads it) and `SameSite=Lax` (not sent on cross-site posts). Every
+//! form carries the session's CSRF token and every unsafe API call from a browser the
+//! `X-CSRF-Token` header: SameSite alone does not cover old browsers or a sibling subdomain.
+//! `IRONCLAD_SECURE_COOKIES=false` (plain HTTP on a LAN address, for development only) drops
+//! `Secure` and with it the `__Host-` prefix.
+//!
+//! A page's background refresh sends [`POLL_HEADER`]: its session is checked but its idle
+//! time is not reset, so a page left open does not keep an idle session alive. A user whose
+//! password an admin set is sent to change it from every page until they do.
 
 use crate::error::ApiError;
-use crate::password;
-use crate::state::AppState;
-use crate::throttle::RateLimiters;
-use crate::ui::page::{render, DeskError, DeskForm, DeskQuery};
-use axum::extract::{ConnectInfo, FromRequestParts, State};
+use crate::state::{AppState, DeskConfig};
+use crate::ui::page::DeskError;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Extension;
-use ironclad_store::users::Session;
-use serde::Deserialize;
+use ironclad_store::users::{Session, SessionUse};
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 use subtle::ConstantTimeEq;
 
-/// The session cookie's name.
-pub const SESSION_COOKIE: &str = "ironclad_session";
+/// The session cookie's name (with `IRONCLAD_SECURE_COOKIES=false`: `ironclad_session`).
+pub const SESSION_COOKIE: &str = "__Host-ironclad_session";
 /// The header a browser's unsafe API calls carry the CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The header a page's background refresh carries: it does not count as activity.
+pub const POLL_HEADER: &str = "x-ironclad-poll";
+/// Where a user whose password must change is sent.
+pub const CHANGE_PASSWORD_PATH: &str = "/account/password";
+
+/// The desk's cookies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeskCookie {
+    /// The signed-in session.
+    Session,
+    /// The sign-in form's pre-session token (double submit: cookie and form field).
+    SignIn,
+}
+
+impl DeskCookie {
+    /// The cookie's name: `__Host-` prefixed unless the desk runs with insecure cookies.
+    pub fn name(self, desk: &DeskConfig) -> &'static str {
+        match (self, desk.secure_cookies) {
+            (Self::Session, true) => SESSION_COOKIE,
+            (Self::Session, false) => "ironclad_session",
+            (Self::SignIn, true) => "__Host-ironclad_signin",
+            (Self::SignIn, false) => "ironclad_signin",
+        }
+    }
+
+    /// Its value in the request, if sent.
+    pub(crate) fn read(self, headers: &HeaderMap, desk: &DeskConfig) -> Option<String> {
+        cookie(headers, self.name(desk)).map(str::to_owned)
+    }
+
+    /// A `Set-Cookie` value giving it `value` for `max_age`.
+    pub(crate) fn set(self, desk: &DeskConfig, value: &str, max_age: Duration) -> HeaderValue {
+        let same_site = match self {
+            // Lax: a link to a case from an email or a chat opens signed in.
+            Self::Session => "Lax",
+            // Strict: only this site's own sign-in form is ever sent with it.
+            Self::SignIn => "Strict",
+        };
+        let text = format!(
+            "{}={value}; Path=/; HttpOnly; SameSite={same_site}; Max-Age={}{}",
+            self.name(desk),
+            max_age.as_secs(),
+            if desk.secure_cookies { "; Secure" } else { "" }
+        );
+        // Tokens are hex: the value is always a valid header.
+        HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("x=; Max-Age=0"))
+    }
+
+    /// A `Set-Cookie` value removing it.
+    pub(crate) fn clear(self, desk: &DeskConfig) -> HeaderValue {
+        self.set(desk, "", Duration::ZERO)
+    }
+}
 
 /// The value of cookie `name` in the request's `Cookie` headers.
 pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -46,18 +103,50 @@ fn is_well_formed_token(token: &str) -> bool {
     })
 }
 
-/// The live session of the request's cookie, if any.
+/// The raw session token of a request: needed to seal a secret for its own eyes and to keep
+/// this session when a password changes. Never printed.
+#[derive(Clone)]
+pub struct SessionToken(String);
+
+impl SessionToken {
+    /// The token.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SessionToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionToken(…)")
+    }
+}
+
+/// How the request uses its session: a background poll is not activity.
+fn session_use(headers: &HeaderMap) -> SessionUse {
+    if headers.contains_key(POLL_HEADER) {
+        SessionUse::Poll
+    } else {
+        SessionUse::Active
+    }
+}
+
+/// The live session of the request's cookie, if any, with its token.
 pub(crate) async fn session_of(
     headers: &HeaderMap,
     state: &AppState,
-) -> Result<Option<Session>, ApiError> {
-    let Some(token) = cookie(headers, SESSION_COOKIE).filter(|t| is_well_formed_token(t)) else {
+) -> Result<Option<(Session, SessionToken)>, ApiError> {
+    let desk = &state.config.desk;
+    let Some(token) = DeskCookie::Session
+        .read(headers, desk)
+        .filter(|t| is_well_formed_token(t))
+    else {
         return Ok(None);
     };
-    Ok(state
+    let session = state
         .store
-        .resolve_session(token, state.config.desk.sessions)
-        .await?)
+        .resolve_session(&token, desk.sessions, session_use(headers))
+        .await?;
+    Ok(session.map(|s| (s, SessionToken(token))))
 }
 
 /// Whether `offered` is the session's CSRF token (constant time).
@@ -74,6 +163,15 @@ pub(crate) fn csrf_refused() -> ApiError {
     )
 }
 
+/// The refusal of a call by a user who must first change the password an admin set.
+pub(crate) fn password_change_required() -> ApiError {
+    ApiError::client(
+        StatusCode::FORBIDDEN,
+        "password_change_required",
+        "your password was set by an administrator: change it on the desk first",
+    )
+}
+
 /// Whether an API call authenticated by a session cookie may go on: safe methods always,
 /// others only with the session's token in [`CSRF_HEADER`].
 pub(crate) fn api_call_allowed(method: &Method, headers: &HeaderMap, session: &Session) -> bool {
@@ -85,9 +183,10 @@ pub(crate) fn api_call_allowed(method: &Method, headers: &HeaderMap, session: &S
 }
 
 /// A signed-in person (extractor for desk pages). Without a live session a page request is
-/// sent to the sign-in page, coming back here afterwards.
+/// sent to the sign-in page, coming back here afterwards; with a password to change, to
+/// [`CHANGE_PASSWORD_PATH`].
 #[derive(Debug, Clone)]
-pub struct DeskUser(pub Session);
+pub struct DeskUser(pub Session, pub SessionToken);
 
 impl DeskUser {
     /// Refuses (403) a form whose CSRF field is not this session's token.
@@ -111,12 +210,27 @@ impl DeskUser {
     }
 }
 
+/// Pages a user whose password must change may still reach.
+fn reachable_before_password_change(path: &str) -> bool {
+    matches!(path, CHANGE_PASSWORD_PATH | "/logout")
+}
+
 impl FromRequestParts<AppState> for DeskUser {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         match session_of(&parts.headers, state).await {
-            Ok(Some(session)) => Ok(Self(session)),
+            Ok(Some((session, _)))
+                if session.must_change_password
+                    && !reachable_before_password_change(parts.uri.path()) =>
+            {
+                Err(Redirect::to(CHANGE_PASSWORD_PATH).into_response())
+            }
+            Ok(Some((session, token))) => Ok(Self(session, token)),
+            // A page's background refresh is told plainly; the page decides what to show.
+            Ok(None) if parts.headers.contains_key(POLL_HEADER) => {
+                Err(ApiError::Unauthenticated.into_response())
+            }
             Ok(None) => {
                 let back = parts
                     .uri
@@ -136,7 +250,7 @@ impl FromRequestParts<AppState> for DeskUser {
 }
 
 /// Where sign-in may send the browser back to: a path on this site only (no `//host`).
-fn safe_next(next: &str) -> bool {
+pub(crate) fn safe_next(next: &str) -> bool {
     next.starts_with('/')
         && !next.starts_with("//")
         && !next.starts_with("/\\")
@@ -150,7 +264,7 @@ fn url_encode(text: &str) -> String {
 
 /// The client's address, when the server knows it (`ConnectInfo`); a router driven
 /// in-process has none.
-pub(crate) struct PeerAddress(Option<IpAddr>);
+pub(crate) struct PeerAddress(pub Option<IpAddr>);
 
 impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
     type Rejection = std::convert::Infallible;
@@ -165,173 +279,6 @@ impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
     }
 }
 
-/// The sign-in page's template.
-#[derive(askama::Template)]
-#[template(path = "login.html")]
-struct LoginPage<'a> {
-    next: &'a str,
-    email: &'a str,
-    problem: Option<&'a str>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct NextParam {
-    next: Option<String>,
-}
-
-/// `GET /login`
-pub(crate) async fn login_page(DeskQuery(q): DeskQuery<NextParam>) -> Response {
-    let next = q.next.as_deref().filter(|n| safe_next(n)).unwrap_or("/");
-    render(
-        StatusCode::OK,
-        &LoginPage {
-            next,
-            email: "",
-            problem: None,
-        },
-    )
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct LoginForm {
-    email: String,
-    password: String,
-    #[serde(default)]
-    next: String,
-}
-
-/// Longest address accepted at sign-in.
-const MAX_EMAIL_CHARS: usize = 254;
-
-/// `POST /login`: checks the password (throttled per address and per account), starts a
-/// session and sets its cookie. The sign-in form needs no CSRF token: it creates the session,
-/// and a forged sign-in into the attacker's own account is blocked by `SameSite` on the
-/// answer's cookie plus the per-account throttle.
-pub(crate) async fn login(
-    State(state): State<AppState>,
-    Extension(limiters): Extension<RateLimiters>,
-    PeerAddress(peer): PeerAddress,
-    headers: HeaderMap,
-    DeskForm(form): DeskForm<LoginForm>,
-) -> Response {
-    let next = if safe_next(&form.next) {
-        form.next.as_str()
-    } else {
-        "/"
-    };
-    let email = form.email.trim();
-    let refuse = |status: StatusCode, problem: &str| {
-        render(
-            status,
-            &LoginPage {
-                next,
-                email: if email.chars().count() <= MAX_EMAIL_CHARS {
-                    email
-                } else {
-                    ""
-                },
-                problem: Some(problem),
-            },
-        )
-    };
-    if email.is_empty() || email.chars().count() > MAX_EMAIL_CHARS || form.password.is_empty() {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "Enter your email address and password.",
-        );
-    }
-    if let Err(wait) = limiters.check_login(&email.to_lowercase(), peer) {
-        tracing::warn!("sign-in throttled");
-        let mut response = refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many sign-in attempts. Wait a minute and try again.",
-        );
-        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return response;
-    }
-    let credentials = match state.store.user_credentials(email).await {
-        Ok(c) => c,
-        Err(e) => return DeskError::from(ApiError::from(e)).into_response(),
-    };
-    let password = form.password.clone();
-    let stored = credentials
-        .as_ref()
-        .map(|c| c.password_hash.clone())
-        .unwrap_or_else(|| password::decoy_hash().to_owned());
-    let verified =
-        tokio::task::spawn_blocking(move || password::verify_password(&password, &stored))
-            .await
-            .unwrap_or(false);
-    let Some(user) = credentials.filter(|_| verified).map(|c| c.user) else {
-        tracing::info!("sign-in refused");
-        return refuse(
-            StatusCode::UNAUTHORIZED,
-            "That email address and password do not match.",
-        );
-    };
-    let session = match state
-        .store
-        .start_session(user.id, state.config.desk.sessions)
-        .await
-    {
-        Ok(s) => s,
-        Err(e) => return DeskError::from(ApiError::from(e)).into_response(),
-    };
-    tracing::info!(user_id = %user.id, "signed in");
-    let mut response = Redirect::to(next).into_response();
-    let secure = state.config.desk.secure_cookies || behind_tls(&headers);
-    let cookie = format!(
-        "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
-        session.token,
-        state.config.desk.sessions.lifetime.as_secs(),
-        if secure { "; Secure" } else { "" }
-    );
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, v);
-    }
-    response
-}
-
-/// Whether the request reached a TLS-terminating proxy (the cookie then gets `Secure`).
-fn behind_tls(headers: &HeaderMap) -> bool {
-    headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("https"))
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-/// `POST /logout`: ends the session (CSRF-checked, so no other site can sign a user out) and
-/// clears the cookie.
-pub(crate) async fn logout(
-    State(state): State<AppState>,
-    user: DeskUser,
-    headers: HeaderMap,
-    DeskForm(form): DeskForm<CsrfForm>,
-) -> Result<Response, DeskError> {
-    user.check_csrf(&form.csrf)?;
-    if let Some(token) = cookie(&headers, SESSION_COOKIE) {
-        state
-            .store
-            .end_session(token)
-            .await
-            .map_err(ApiError::from)?;
-    }
-    let mut response = Redirect::to("/login").into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("ironclad_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
-    );
-    Ok(response)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,11 +288,44 @@ mod tests {
         let mut h = HeaderMap::new();
         h.append(
             header::COOKIE,
-            HeaderValue::from_static("a=1; ironclad_session=ics_x ; b=2"),
+            HeaderValue::from_static("a=1; __Host-ironclad_session=ics_x ; b=2"),
         );
-        assert_eq!(cookie(&h, SESSION_COOKIE), Some("ics_x"));
+        assert_eq!(cookie(&h, "__Host-ironclad_session"), Some("ics_x"));
         assert_eq!(cookie(&h, "b"), Some("2"));
         assert_eq!(cookie(&h, "c"), None);
+        // The unprefixed name is another cookie (one a subdomain could have planted).
+        assert_eq!(cookie(&h, "ironclad_session"), None);
+    }
+
+    #[test]
+    fn cookies_are_host_prefixed_and_secure_unless_told_otherwise() {
+        let desk = DeskConfig::default();
+        let set = DeskCookie::Session.set(&desk, "ics_1", Duration::from_secs(60));
+        let set = set.to_str().unwrap_or_default();
+        assert!(
+            set.starts_with("__Host-ironclad_session=ics_1; Path=/;"),
+            "{set}"
+        );
+        assert!(
+            set.ends_with("; Secure") && !set.contains("Domain"),
+            "{set}"
+        );
+        let signin = DeskCookie::SignIn.set(&desk, "t", Duration::from_secs(60));
+        assert!(signin
+            .to_str()
+            .unwrap_or_default()
+            .contains("SameSite=Strict"));
+        let dev = DeskConfig {
+            secure_cookies: false,
+            ..desk
+        };
+        let set = DeskCookie::Session.clear(&dev);
+        let set = set.to_str().unwrap_or_default();
+        assert!(
+            set.starts_with("ironclad_session=;") && !set.contains("Secure"),
+            "{set}"
+        );
+        assert!(set.contains("Max-Age=0"), "{set}");
     }
 
     #[test]
@@ -363,5 +343,21 @@ mod tests {
         assert!(!is_well_formed_token(&format!("ics_{}", "AB".repeat(32))));
         assert!(!is_well_formed_token("ics_"));
         assert!(!is_well_formed_token(&format!("ick_{}", "ab".repeat(32))));
+    }
+
+    #[test]
+    fn polls_are_not_activity() {
+        let mut h = HeaderMap::new();
+        assert_eq!(session_use(&h), SessionUse::Active);
+        h.insert(POLL_HEADER, HeaderValue::from_static("1"));
+        assert_eq!(session_use(&h), SessionUse::Poll);
+    }
+
+    #[test]
+    fn a_user_who_must_change_their_password_reaches_only_that_page() {
+        assert!(reachable_before_password_change(CHANGE_PASSWORD_PATH));
+        assert!(reachable_before_password_change("/logout"));
+        assert!(!reachable_before_password_change("/"));
+        assert!(!reachable_before_password_change("/account/password/x"));
     }
 }

@@ -1,18 +1,22 @@
 //! Admin: the tenant's webhook endpoints (create with the signing secret shown once, disable)
 //! and each one's delivery log with a requeue for DEAD deliveries. The checks are the API's
-//! own (`routes::webhooks`).
+//! own (`routes::webhooks`). Creating is applied once per rendered form and answered with a
+//! redirect to the page that shows the secret once (see [`crate::ui::forms`]); disabling and
+//! requeueing redirect too, so a refresh never repeats them.
 
+use crate::actions::webhooks::{checked_endpoint, requeue_delivery};
 use crate::error::ApiError;
-use crate::routes::webhooks::{checked_endpoint, requeue_delivery};
 use crate::state::AppState;
-use crate::ui::admin::{admin_form, admin_only};
+use crate::ui::admin::{admin_form, admin_only, form_result};
 use crate::ui::cases::when;
-use crate::ui::page::{refusal, render, Chrome, CsrfOnly, DeskError, DeskForm};
+use crate::ui::forms::{self, form_error, form_key};
+use crate::ui::page::{refusal, render, Chrome, CsrfOnly, DeskError, DeskForm, DeskQuery};
+use crate::ui::people::People;
 use crate::ui::session::DeskUser;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
 use ironclad_store::webhooks::MAX_DESCRIPTION_LEN;
 use serde::Deserialize;
 use uuid::Uuid;
@@ -39,6 +43,7 @@ struct ListPage {
     max_description: usize,
     typed_url: String,
     typed_description: String,
+    form_token: String,
 }
 
 struct DeliveryRow {
@@ -96,16 +101,39 @@ async fn list_page(state: &AppState, user: &DeskUser) -> Result<ListPage, DeskEr
         max_description: MAX_DESCRIPTION_LEN,
         typed_url: String::new(),
         typed_description: String::new(),
+        form_token: forms::new_token(),
     })
 }
 
-/// `GET /admin/webhooks`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListParams {
+    form: Option<String>,
+}
+
+/// `GET /admin/webhooks` (`?form=` after a create: what it made, its secret once).
 pub(crate) async fn list(
     State(state): State<AppState>,
     user: DeskUser,
+    DeskQuery(p): DeskQuery<ListParams>,
 ) -> Result<Response, DeskError> {
     admin_only(&user)?;
-    Ok(render(StatusCode::OK, &list_page(&state, &user).await?))
+    let mut page = list_page(&state, &user).await?;
+    if let Some(token) = p.form.as_deref() {
+        if let Some((_, outcome, secret)) = form_result(&state, &user, token).await? {
+            let url = outcome
+                .get("url")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            page.notice = Some(match &secret {
+                Some(_) => format!("Endpoint {url} created."),
+                None => format!(
+                    "Endpoint {url} created. Its signing secret was shown once, when it was created."
+                ),
+            });
+            page.secret = secret;
+        }
+    }
+    Ok(render(StatusCode::OK, &page))
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,13 +141,16 @@ pub(crate) struct CreateForm {
     #[serde(default)]
     csrf: String,
     #[serde(default)]
+    form_token: String,
+    #[serde(default)]
     url: String,
     #[serde(default)]
     description: String,
 }
 
-/// `POST /admin/webhooks`: the new endpoint's secret is in this answer and nowhere else; a
-/// refused URL or description re-renders the form with the reason and what was typed.
+/// `POST /admin/webhooks`: once per rendered form, answered with a redirect to the list that
+/// shows the new endpoint's secret once; a refused URL or description re-renders the form
+/// with the reason and what was typed.
 pub(crate) async fn create(
     State(state): State<AppState>,
     user: DeskUser,
@@ -135,28 +166,28 @@ pub(crate) async fn create(
             page.problem = Some(message);
             page.typed_url = form.url;
             page.typed_description = form.description;
+            page.form_token = form.form_token;
             return Ok(render(status, &page));
         }
     };
-    let created = state
+    let key = form_key(
+        &user,
+        &form.form_token,
+        &[url.as_str(), description.unwrap_or_default()],
+    )?;
+    let session = user.1.expose().to_owned();
+    state
         .store
-        .webhook_create(
-            user.0.principal.tenant_id,
+        .desk_form_webhook(
+            &key,
             &url,
             description,
             &user.0.principal.actor(),
+            |secret| forms::seal(&session, &key.token, secret),
         )
-        .await?;
-    let mut page = list_page(&state, &user).await?;
-    page.notice = Some(format!("Endpoint {} created.", created.endpoint.url));
-    page.secret = Some(created.secret);
-    let mut response = render(StatusCode::OK, &page);
-    // The page holds a secret: no cache may keep it.
-    response.headers_mut().insert(
-        axum::http::header::CACHE_CONTROL,
-        axum::http::HeaderValue::from_static("no-store"),
-    );
-    Ok(response)
+        .await
+        .map_err(form_error)?;
+    Ok(Redirect::to(&format!("/admin/webhooks?form={}", key.token)).into_response())
 }
 
 async fn endpoint_page(
@@ -194,6 +225,9 @@ async fn endpoint_page(
     let more = deliveries.len() as i64 > LOG_SHOWN;
     deliveries.truncate(LOG_SHOWN as usize);
     let (endpoint, created_by, disabled) = row(endpoint);
+    let created_by = People::load(state, tenant, [created_by.as_str()])
+        .await?
+        .name(&created_by);
     Ok(EndpointPage {
         chrome: Chrome::of(user, "admin"),
         endpoint,
@@ -210,18 +244,35 @@ fn endpoint_id(raw: &str) -> Result<Uuid, DeskError> {
     Ok(raw.parse().map_err(|_| ApiError::not_found())?)
 }
 
-/// `GET /admin/webhooks/{id}`: the endpoint and its newest deliveries.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EndpointParams {
+    done: Option<String>,
+}
+
+/// `GET /admin/webhooks/{id}`: the endpoint and its newest deliveries (`?done=disabled` or
+/// `?done=requeued` after those forms).
 pub(crate) async fn show(
     State(state): State<AppState>,
     user: DeskUser,
     Path(id): Path<String>,
+    DeskQuery(p): DeskQuery<EndpointParams>,
 ) -> Result<Response, DeskError> {
     admin_only(&user)?;
-    let page = endpoint_page(&state, &user, endpoint_id(&id)?).await?;
+    let mut page = endpoint_page(&state, &user, endpoint_id(&id)?).await?;
+    page.notice = match p.done.as_deref() {
+        Some("disabled") if !page.endpoint.active => {
+            Some("The endpoint is disabled: nothing more is sent to it.".into())
+        }
+        Some("requeued") => {
+            Some("The delivery is requeued and will be tried again shortly.".to_owned())
+        }
+        _ => None,
+    };
     Ok(render(StatusCode::OK, &page))
 }
 
-/// `POST /admin/webhooks/{id}/disable`: no delivery to it is attempted again.
+/// `POST /admin/webhooks/{id}/disable`: no delivery to it is attempted again. Disabling a
+/// disabled endpoint (a second click) lands on the same page.
 pub(crate) async fn disable(
     State(state): State<AppState>,
     user: DeskUser,
@@ -230,14 +281,14 @@ pub(crate) async fn disable(
 ) -> Result<Response, DeskError> {
     admin_form(&user, &form.csrf)?;
     let id = endpoint_id(&id)?;
+    let tenant = user.0.principal.tenant_id;
+    // Already disabled (a second click, a re-POST) is Stale: the same page, not an error.
     state
         .store
-        .webhook_disable(user.0.principal.tenant_id, id, &user.0.principal.actor())
+        .webhook_disable(tenant, id, &user.0.principal.actor())
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let mut page = endpoint_page(&state, &user, id).await?;
-    page.notice = Some("The endpoint is disabled: nothing more is sent to it.".into());
-    Ok(render(StatusCode::OK, &page))
+    Ok(Redirect::to(&format!("/admin/webhooks/{id}?done=disabled")).into_response())
 }
 
 /// `POST /admin/webhooks/{id}/deliveries/{delivery}/requeue`: a DEAD delivery is tried again
@@ -252,21 +303,14 @@ pub(crate) async fn requeue(
     let id = endpoint_id(&id)?;
     let delivery = endpoint_id(&delivery)?;
     let tenant = user.0.principal.tenant_id;
-    let outcome = requeue_delivery(&state, tenant, delivery, &user.0.principal.actor()).await;
-    let (status, notice, problem) = match outcome {
-        Ok(_) => (
-            StatusCode::OK,
-            Some("The delivery is requeued and will be tried again shortly.".to_owned()),
-            None,
-        ),
-        Err(e) if e.status() == StatusCode::NOT_FOUND => return Err(e.into()),
+    match requeue_delivery(&state, tenant, delivery, &user.0.principal.actor()).await {
+        Ok(_) => Ok(Redirect::to(&format!("/admin/webhooks/{id}?done=requeued")).into_response()),
+        Err(e) if e.status() == StatusCode::NOT_FOUND => Err(e.into()),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            (status, None, Some(message))
+            let mut page = endpoint_page(&state, &user, id).await?;
+            page.problem = Some(message);
+            Ok(render(status, &page))
         }
-    };
-    let mut page = endpoint_page(&state, &user, id).await?;
-    page.notice = notice;
-    page.problem = problem;
-    Ok(render(status, &page))
+    }
 }

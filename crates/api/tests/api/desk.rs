@@ -11,23 +11,50 @@ use ironclad_store::users::SessionPolicy;
 use reqwest::StatusCode;
 use std::time::Duration;
 
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// A browser without a cookie jar or redirects: the test sees every cookie and redirect.
-fn browser() -> anyhow::Result<reqwest::Client> {
+pub(crate) fn browser() -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?)
 }
 
 /// A signed-in browser's session cookie and its CSRF token.
-struct Signed {
-    cookie: String,
-    csrf: String,
+pub(crate) struct Signed {
+    pub cookie: String,
+    pub csrf: String,
+}
+
+/// The value of the hidden field `name` in `html` (the first one after `after`, if given).
+pub(crate) fn hidden(html: &str, name: &str, after: Option<&str>) -> String {
+    let from = after.and_then(|a| html.find(a)).unwrap_or(0);
+    html[from..]
+        .split(&format!("name=\"{name}\" value=\""))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `name=value` of a `Set-Cookie` header.
+pub(crate) fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap_or_default().to_owned()
+}
+
+/// The sign-in form as a browser gets it: its pre-session cookie and token.
+pub(crate) struct SignInForm {
+    pub cookie: String,
+    pub token: String,
 }
 
 impl TestApp {
-    async fn user(&self, tenant: TenantId, email: &str, role: Role) -> anyhow::Result<()> {
+    pub(crate) async fn user(
+        &self,
+        tenant: TenantId,
+        email: &str,
+        role: Role,
+    ) -> anyhow::Result<()> {
         let hash = hash_password(PASSWORD)?;
         self.db
             .store
@@ -36,34 +63,58 @@ impl TestApp {
         Ok(())
     }
 
-    async fn login(&self, email: &str, password: &str) -> anyhow::Result<Answer> {
+    /// `GET /login`, keeping what the sign-in POST must send back.
+    pub(crate) async fn sign_in_form(&self) -> anyhow::Result<SignInForm> {
+        let answer = Answer::read(browser()?.get(self.url("/login")).send().await?).await?;
+        let set = answer.header("set-cookie").unwrap_or_default();
+        let form = SignInForm {
+            cookie: cookie_pair(&set),
+            token: hidden(&answer.text(), "signin_token", None),
+        };
+        anyhow::ensure!(
+            form.cookie.starts_with("__Host-ironclad_signin=") && form.token.len() == 64,
+            "no pre-session token: {set}"
+        );
+        Ok(form)
+    }
+
+    /// Signs in through the sign-in form, as a browser does.
+    pub(crate) async fn login(&self, email: &str, password: &str) -> anyhow::Result<Answer> {
+        let form = self.sign_in_form().await?;
         let response = browser()?
             .post(self.url("/login"))
-            .form(&[("email", email), ("password", password), ("next", "/queue")])
+            .header("cookie", &form.cookie)
+            .form(&[
+                ("email", email),
+                ("password", password),
+                ("next", "/queue"),
+                ("signin_token", &form.token),
+            ])
             .send()
             .await?;
         Answer::read(response).await
     }
 
-    async fn sign_in(&self, email: &str) -> anyhow::Result<Signed> {
+    pub(crate) async fn sign_in(&self, email: &str) -> anyhow::Result<Signed> {
         let answer = self.login(email, PASSWORD).await?;
         assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text());
-        let set = answer.header("set-cookie").unwrap_or_default();
-        let cookie = set.split(';').next().unwrap_or_default().to_owned();
-        anyhow::ensure!(cookie.starts_with("ironclad_session=ics_"), "{set}");
-        let page = self.page(&cookie, "/").await?;
-        let csrf = page
-            .text()
-            .split("name=\"csrf\" value=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
+        let set = answer
+            .headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.starts_with("__Host-ironclad_session="))
             .unwrap_or_default()
             .to_owned();
+        let cookie = cookie_pair(&set);
+        anyhow::ensure!(cookie.starts_with("__Host-ironclad_session=ics_"), "{set}");
+        let page = self.page(&cookie, "/").await?;
+        let csrf = hidden(&page.text(), "csrf", None);
         anyhow::ensure!(csrf.len() == 64, "no CSRF token on the page");
         Ok(Signed { cookie, csrf })
     }
 
-    async fn page(&self, cookie: &str, path: &str) -> anyhow::Result<Answer> {
+    pub(crate) async fn page(&self, cookie: &str, path: &str) -> anyhow::Result<Answer> {
         let response = browser()?
             .get(self.url(path))
             .header("cookie", cookie)
@@ -72,7 +123,7 @@ impl TestApp {
         Answer::read(response).await
     }
 
-    async fn post_form(
+    pub(crate) async fn post_form(
         &self,
         cookie: &str,
         path: &str,
@@ -85,6 +136,31 @@ impl TestApp {
             .send()
             .await?;
         Answer::read(response).await
+    }
+
+    /// The form token rendered into the form `form_id` of the page at `path`.
+    pub(crate) async fn form_token(
+        &self,
+        cookie: &str,
+        path: &str,
+        form_id: &str,
+    ) -> anyhow::Result<String> {
+        let html = self.page(cookie, path).await?.text();
+        let token = hidden(&html, "form_token", Some(&format!("id=\"{form_id}\"")));
+        anyhow::ensure!(token.len() == 32, "no form token in #{form_id}: {html}");
+        Ok(token)
+    }
+
+    /// The page a POST's redirect (303) sends the browser to.
+    pub(crate) async fn follow(&self, cookie: &str, answer: &Answer) -> anyhow::Result<Answer> {
+        anyhow::ensure!(
+            answer.status == StatusCode::SEE_OTHER,
+            "not a redirect: {} {}",
+            answer.status,
+            answer.text()
+        );
+        let to = answer.header("location").unwrap_or_default();
+        self.page(cookie, &to).await
     }
 }
 
@@ -116,7 +192,13 @@ async fn sign_in_sets_a_guarded_cookie_and_wrong_passwords_are_refused() -> anyh
             "{email}: {}",
             answer.status
         );
-        assert!(answer.header("set-cookie").is_none());
+        // Only a fresh sign-in form's token, never a session.
+        assert!(answer
+            .headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .all(|c| c.starts_with("__Host-ironclad_signin=")));
         assert!(
             answer.text().contains("role=\"alert\""),
             "{}",
@@ -124,42 +206,54 @@ async fn sign_in_sets_a_guarded_cookie_and_wrong_passwords_are_refused() -> anyh
         );
     }
 
-    // The address is matched whatever its case; the cookie is HttpOnly and SameSite.
+    // The address is matched whatever its case; the cookie is __Host- prefixed (Secure,
+    // Path=/, no Domain), HttpOnly and SameSite, and the pre-session cookie is cleared.
     let answer = app.login("ANA@example.COM", PASSWORD).await?;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text());
     assert_eq!(answer.header("location").as_deref(), Some("/queue"));
-    let set = answer.header("set-cookie").unwrap_or_default();
+    let sets: Vec<String> = answer
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    let set = sets
+        .iter()
+        .find(|c| c.starts_with("__Host-ironclad_session="))
+        .cloned()
+        .unwrap_or_default();
+    for flag in ["; Path=/;", "; HttpOnly", "; SameSite=Lax", "; Secure"] {
+        assert!(set.contains(flag), "{flag} missing: {set}");
+    }
+    assert!(!set.contains("Domain"), "{set}");
     assert!(
-        set.contains("HttpOnly") && set.contains("SameSite=Lax"),
-        "{set}"
+        sets.iter()
+            .any(|c| c.starts_with("__Host-ironclad_signin=;") && c.contains("Max-Age=0")),
+        "{sets:?}"
     );
-    assert!(!set.contains("Secure"), "plain HTTP without a proxy: {set}");
-    let cookie = set.split(';').next().unwrap_or_default();
-    let queue = app.page(cookie, "/queue").await?;
+    let cookie = cookie_pair(&set);
+    let queue = app.page(&cookie, "/queue").await?;
     assert_eq!(queue.status, StatusCode::OK);
     assert!(queue.text().contains("Ana@Example.com"));
     assert_eq!(queue.header("cache-control").as_deref(), Some("no-store"));
-
-    // Behind a TLS proxy the cookie is Secure.
-    let response = browser()?
-        .post(app.url("/login"))
-        .header("x-forwarded-proto", "https")
-        .form(&[("email", "ana@example.com"), ("password", PASSWORD)])
-        .send()
-        .await?;
-    let set = Answer::read(response)
-        .await?
-        .header("set-cookie")
-        .unwrap_or_default();
-    assert!(set.contains("; Secure"), "{set}");
+    // The same token under the old, unprefixed name (which a sibling subdomain could set)
+    // is not a session.
+    let unprefixed = cookie.replacen("__Host-", "", 1);
+    assert_eq!(
+        app.page(&unprefixed, "/queue").await?.status,
+        StatusCode::SEE_OTHER
+    );
 
     // An open redirect through `next` is not followed.
+    let form = app.sign_in_form().await?;
     let response = browser()?
         .post(app.url("/login"))
+        .header("cookie", &form.cookie)
         .form(&[
             ("email", "ana@example.com"),
             ("password", PASSWORD),
             ("next", "//evil.example/"),
+            ("signin_token", &form.token),
         ])
         .send()
         .await?;
@@ -543,16 +637,21 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
         .await?;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
 
-    // The admin makes a key, shown once, that works at once; then revokes it.
-    let made = app
-        .post_form(
-            &admin.cookie,
-            "/admin/keys",
-            &[("csrf", &admin.csrf), ("role", "operator")],
-        )
+    // The admin makes a key, shown once on the page the form's redirect lands on, that works
+    // at once; then revokes it.
+    let token = app
+        .form_token(&admin.cookie, "/admin", "new-key-form")
         .await?;
-    assert_eq!(made.status, StatusCode::OK, "{}", made.text());
-    let html = made.text();
+    let fields = [
+        ("csrf", admin.csrf.as_str()),
+        ("role", "operator"),
+        ("label", "ERP connector"),
+        ("form_token", token.as_str()),
+    ];
+    let made = app.post_form(&admin.cookie, "/admin/keys", &fields).await?;
+    let shown = app.follow(&admin.cookie, &made).await?;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.text());
+    let html = shown.text();
     let raw = html
         .split("id=\"secret-value\">")
         .nth(1)
@@ -560,6 +659,10 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
         .unwrap_or_default()
         .to_owned();
     assert!(raw.starts_with("ick_"), "{html}");
+    assert!(
+        html.contains("ERP connector"),
+        "the key is named by its label"
+    );
     assert_eq!(
         app.get("/v1/cases", Some(&raw)).await?.status,
         StatusCode::OK
@@ -582,7 +685,8 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
             &[("csrf", &admin.csrf)],
         )
         .await?;
-    assert_eq!(revoked.status, StatusCode::OK);
+    let after = app.follow(&admin.cookie, &revoked).await?;
+    assert!(after.text().contains("is revoked"), "{}", after.text());
     // Another tenant's key is not found, and stays live.
     let foreign = app
         .post_form(
@@ -594,20 +698,26 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
     assert_eq!(foreign.status, StatusCode::NOT_FOUND);
     assert!(app.db.store.authenticate(&foreign_key.raw).await?.is_some());
 
-    // A new user gets a random password, which signs in.
+    // A new user gets a random password, shown once, which signs in and must be changed.
+    let token = app
+        .form_token(&admin.cookie, "/admin", "new-user-form")
+        .await?;
     let created = app
         .post_form(
             &admin.cookie,
             "/admin/users",
             &[
                 ("csrf", &admin.csrf),
+                ("name", "Nora New"),
                 ("email", "new@example.com"),
                 ("role", "operator"),
+                ("form_token", &token),
             ],
         )
         .await?;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
-    let password = created
+    let shown = app.follow(&admin.cookie, &created).await?;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.text());
+    let password = shown
         .text()
         .split("id=\"secret-value\">")
         .nth(1)
@@ -615,10 +725,18 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
         .unwrap_or_default()
         .to_owned();
     assert_eq!(password.len(), 20);
+    assert!(shown.text().contains("Nora New"));
+    let signed = app.login("new@example.com", &password).await?;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER);
     assert_eq!(
-        app.login("new@example.com", &password).await?.status,
-        StatusCode::SEE_OTHER
+        signed.header("location").as_deref(),
+        Some("/account/password"),
+        "a password an admin knows must be changed first"
     );
+    // The same address again (another form): 409 as a page, nothing created.
+    let token = app
+        .form_token(&admin.cookie, "/admin", "new-user-form")
+        .await?;
     let again = app
         .post_form(
             &admin.cookie,
@@ -627,10 +745,12 @@ async fn admin_pages_manage_users_and_keys_of_their_own_tenant_only() -> anyhow:
                 ("csrf", &admin.csrf),
                 ("email", "NEW@example.com"),
                 ("role", "admin"),
+                ("form_token", &token),
             ],
         )
         .await?;
     assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.text().contains("already exists"), "{}", again.text());
     app.stop().await;
     Ok(())
 }
@@ -1024,7 +1144,11 @@ async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> a
         .await?;
     assert_eq!(denied.status, StatusCode::FORBIDDEN);
 
-    // Created: the secret is on this answer only, which no cache may keep.
+    // Created: the secret is on the page the form's redirect lands on, once, which no cache
+    // may keep.
+    let token = app
+        .form_token(&admin.cookie, "/admin/webhooks", "new-endpoint-form")
+        .await?;
     let created = app
         .post_form(
             &admin.cookie,
@@ -1033,12 +1157,14 @@ async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> a
                 ("csrf", csrf),
                 ("url", "http://127.0.0.1:9/hook"),
                 ("description", "ERP"),
+                ("form_token", &token),
             ],
         )
         .await?;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
-    assert_eq!(created.header("cache-control").as_deref(), Some("no-store"));
-    let secret = created
+    let shown = app.follow(&admin.cookie, &created).await?;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.text());
+    assert_eq!(shown.header("cache-control").as_deref(), Some("no-store"));
+    let secret = shown
         .text()
         .split("<code id=\"secret-value\">")
         .nth(1)
@@ -1049,6 +1175,11 @@ async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> a
     let list = app.page(&admin.cookie, "/admin/webhooks").await?;
     assert!(list.text().contains("http://127.0.0.1:9/hook"));
     assert!(!list.text().contains(&secret), "the secret is shown once");
+    let refreshed = app.follow(&admin.cookie, &created).await?;
+    assert!(
+        !refreshed.text().contains(&secret),
+        "a refresh of the result page shows the secret no more"
+    );
     let endpoint: uuid::Uuid = sqlx::query_scalar("SELECT id FROM webhook_endpoints")
         .fetch_one(app.db.store.pool())
         .await?;
@@ -1105,8 +1236,8 @@ async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> a
     let done = app
         .post_form(&admin.cookie, &requeue, &[("csrf", csrf)])
         .await?;
-    assert_eq!(done.status, StatusCode::OK, "{}", done.text());
-    assert!(done.text().contains("requeued"));
+    let shown = app.follow(&admin.cookie, &done).await?;
+    assert!(shown.text().contains("requeued"), "{}", shown.text());
     assert_eq!(delivery_status().await?, "PENDING");
     // Replayed: it is no longer DEAD, and the page says so.
     let again = app
@@ -1117,16 +1248,21 @@ async fn admins_manage_webhooks_and_requeue_dead_deliveries_from_the_desk() -> a
         .text()
         .contains("only a DEAD delivery can be requeued"));
 
-    // Disabled: no more deliveries, no disable button, and the pending one is dropped.
-    let disabled = app
-        .post_form(
-            &admin.cookie,
-            &format!("{page_path}/disable"),
-            &[("csrf", csrf)],
-        )
-        .await?;
-    assert_eq!(disabled.status, StatusCode::OK, "{}", disabled.text());
-    assert!(!disabled.text().contains("id=\"disable-endpoint\""));
+    // Disabled: no more deliveries, no disable button, and the pending one is dropped; a
+    // second click lands on the same page.
+    for _ in 0..2 {
+        let disabled = app
+            .post_form(
+                &admin.cookie,
+                &format!("{page_path}/disable"),
+                &[("csrf", csrf)],
+            )
+            .await?;
+        let shown = app.follow(&admin.cookie, &disabled).await?;
+        assert_eq!(shown.status, StatusCode::OK, "{}", shown.text());
+        assert!(!shown.text().contains("id=\"disable-endpoint\""));
+        assert!(shown.text().contains("is disabled"));
+    }
     let off: Option<chrono::DateTime<chrono::Utc>> =
         sqlx::query_scalar("SELECT disabled_at FROM webhook_endpoints WHERE id = $1")
             .bind(endpoint)

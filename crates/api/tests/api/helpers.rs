@@ -157,6 +157,9 @@ impl TestApp {
             faults: faults.clone(),
             compiler: Arc::new(ironclad_reading::ExtractCompiler),
             previews: Arc::new(ironclad_reading::OcrPreviews),
+            regions: Arc::new(ironclad_reading::OcrRegions::new(
+                ironclad_ocr::ReadOptions::default(),
+            )),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);

@@ -24,15 +24,36 @@
 //!   reprocess, reevaluate, and rulesets (admin only, validated before activation, diffed).
 //! - `openapi`: `/openapi.json` documents exactly the routes the router serves, with the key,
 //!   the error body and the multipart intake.
+//! - `reading`: cases read for real (the built-in reader, the trade workflow, a worker and
+//!   a dispatcher stepped by hand), for the tests of what reviewers do with them.
+//! - `corrections`: a value corrected (typed, or read from a box on a scanned page by OCR), a
+//!   new fact version and decision N+1 under the same rules, refusals, replays, the race.
+//! - `four_eyes`: an override or a correction held for a second reviewer, confirmed or
+//!   declined by another, never by its proposer; both people in the audit.
+//! - `claims`: claim, renew, take over with a reason, an admin's release, expiry; the queue's
+//!   filters (mine, unclaimed, awaiting a second reviewer, overdue) and the overdue gauge.
+//! - `desk_review`: the desk's review work as a signed-in person does it (claim, the
+//!   correction form, another reviewer's view, the queue's tabs, `n`).
+//! - `desk`: the operator's desk over HTTP (sign-in, CSRF, roles, tenants, admin pages).
+//! - `desk_session`: the sign-in form's CSRF guard, the `__Host-` cookie, polls and unknown
+//!   cookies that write nothing, the session sweep, page images' cache, password changes.
+//! - `desk_actions`: desk forms applied once per rendered form, the review form's defaults and
+//!   refusals, who changed a case, reprocessing a RESOLVED case, the list's decisions, `n`.
 //! - `webhooks`: webhook endpoints (admin only, secret shown once, URL checks, requeue) and the
 //!   notification inbox, with tenant isolation on every route.
 
 mod auth;
+mod claims;
 mod cleanup;
+mod corrections;
 mod decisions;
 mod desk;
+mod desk_actions;
+mod desk_review;
+mod desk_session;
 mod faults;
 mod file_types;
+mod four_eyes;
 mod fuzz_multipart;
 mod helpers;
 mod idempotency;
@@ -41,6 +62,7 @@ mod limits;
 mod load;
 mod openapi;
 mod ops;
+mod reading;
 mod reads;
 mod report;
 mod revocation;

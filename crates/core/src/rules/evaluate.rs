@@ -94,11 +94,39 @@ pub fn evaluate(ruleset: &CompiledRuleset, facts: &CaseFacts) -> Evaluation {
         });
     }
     results.extend(safeguards::run(ruleset, &case));
+    for result in &mut results {
+        name_corrections(&mut result.message, &result.values);
+    }
     let status = decide(&results);
     Evaluation {
         status,
         summary: summarize(status, &results),
         results,
+    }
+}
+
+/// Appends who corrected each value a result shows, and why (once per correction):
+/// `… — container_number corrected by Rita Reviewer: the B/L is right`. A person's word
+/// changed what the rule saw, so the result says whose.
+fn name_corrections(message: &mut String, values: &[Arc<ComparedValue>]) {
+    let mut named: Vec<uuid::Uuid> = Vec::new();
+    for value in values {
+        let Some(note) = &value.evidence.correction else {
+            continue;
+        };
+        if named.contains(&note.id) {
+            continue;
+        }
+        message.push_str(if named.is_empty() { " — " } else { "; " });
+        if !value.field.is_empty() {
+            message.push_str(&value.field);
+            message.push(' ');
+        }
+        message.push_str("corrected by ");
+        message.push_str(&note.by);
+        message.push_str(": ");
+        message.push_str(&note.reason);
+        named.push(note.id);
     }
 }
 
@@ -289,6 +317,49 @@ mod tests {
             summarize(DecisionStatus::ReviewRequired, &many),
             "REVIEW_REQUIRED: a, b, c and 2 more failed"
         );
+    }
+
+    #[test]
+    fn a_corrected_value_is_named_with_who_corrected_it_and_why() {
+        use crate::rules::CorrectionNote;
+        let rules = compile(json!([{
+            "id": "container_agrees", "template": "EXACT_MATCH", "on_fail": "BLOCKED",
+            "params": {"field": "container_number", "document_types": ["bill_of_lading", "customs_declaration"]}
+        }]));
+        let mut case = facts(vec![
+            with(
+                doc("bill_of_lading", 1),
+                &[("container_number", container("MSCU1234566"), 0.95)],
+            ),
+            with(
+                doc("customs_declaration", 2),
+                &[("container_number", container("MSCU1234566"), 0.9)],
+            ),
+        ]);
+        let before = evaluate(&rules, &case);
+        assert!(!before.results[0].message.contains("corrected"));
+        let note = CorrectionNote {
+            id: uuid::Uuid::from_u128(7),
+            by: "Rita Reviewer".into(),
+            reason: "the stamp hid the last digit".into(),
+        };
+        case.documents[1].facts[0].evidence.correction = Some(note.clone());
+        let after = evaluate(&rules, &case);
+        assert_eq!(after.status, before.status);
+        assert_eq!(
+            after.results[0].message,
+            format!(
+                "{} — container_number corrected by Rita Reviewer: the stamp hid the last digit",
+                before.results[0].message
+            )
+        );
+        // The note travels with the value into the result's evidence (reports show it).
+        let noted: Vec<_> = after.results[0]
+            .values
+            .iter()
+            .filter_map(|v| v.evidence.correction.as_ref())
+            .collect();
+        assert_eq!(noted, vec![&note]);
     }
 
     #[test]

@@ -35,6 +35,22 @@ pub struct Evidence {
     /// snapshots written without it read back unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_method: Option<ReadMethod>,
+    /// Set when a person corrected the value: who and why. Rule results that show the value
+    /// say so, and reports mark it. Left out of JSON when absent, like `read_method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction: Option<CorrectionNote>,
+}
+
+/// Who corrected a value, and why: a reviewer's correction is a new version of the fact,
+/// and every result and report that shows the value names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorrectionNote {
+    /// The correction (its record keeps the old value and its evidence).
+    pub id: Uuid,
+    /// Who corrected it, as people read it (`Rita Reviewer`).
+    pub by: String,
+    /// Why, in their words.
+    pub reason: String,
 }
 
 /// One extracted field of one document.

@@ -19,7 +19,7 @@ mod spec;
 mod testkit;
 
 pub use evaluate::{evaluate, ComparedValue, Evaluation, RuleResult, SAFEGUARD_IDS};
-pub use facts::{CaseFacts, DocumentFacts, Evidence, FactInput};
+pub use facts::{CaseFacts, CorrectionNote, DocumentFacts, Evidence, FactInput};
 pub use spec::{
     CompiledRule, CompiledRuleset, OnFail, Policy, RuleIssue, RuleSpec, RulesetSpec, Schema,
     Severity,

@@ -16,6 +16,7 @@ use super::names::Names;
 use super::params::{self, Check};
 use super::RuleTemplate;
 use crate::parse::ParserKind;
+use crate::review::{FourEyesAction, ReviewSla};
 use crate::spelled_enum;
 
 spelled_enum! {
@@ -75,6 +76,22 @@ pub struct Policy {
     /// evaluation itself ignores it).
     #[serde(default)]
     pub auto_approve_ready: bool,
+    /// Actions a second reviewer must confirm before they take effect (`[OVERRIDE,
+    /// CORRECTION]`): the review waits in AWAITING_SECOND until another person confirms or
+    /// declines. Left out when empty, so earlier snapshots read back unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub four_eyes: Vec<FourEyesAction>,
+    /// How long a decision may wait for a person before the queue shows it overdue and
+    /// `ironclad_reviews_overdue` counts it (`4h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_sla: Option<ReviewSla>,
+}
+
+impl Policy {
+    /// Whether `action` waits for a second reviewer under this policy.
+    pub fn needs_second(&self, action: FourEyesAction) -> bool {
+        self.four_eyes.contains(&action)
+    }
 }
 
 /// 0.6: the extractor scores a clean text-layer value near 1 and a value whose locale or
@@ -88,6 +105,8 @@ impl Default for Policy {
         Self {
             confidence_floor: default_confidence_floor(),
             auto_approve_ready: false,
+            four_eyes: Vec::new(),
+            review_sla: None,
         }
     }
 }
@@ -348,6 +367,21 @@ fn check_policy(policy: &Policy, issues: &mut Issues) {
             format!("{floor} is outside [0, 1]"),
         );
     }
+    for (i, action) in policy.four_eyes.iter().enumerate() {
+        if policy.four_eyes[..i].contains(action) {
+            issues.push(
+                format!("policy.four_eyes[{i}]"),
+                format!("{action} is listed twice"),
+            );
+        }
+    }
+    if policy.auto_approve_ready && policy.needs_second(FourEyesAction::Approve) {
+        issues.push(
+            "policy.four_eyes",
+            "APPROVE cannot need a second reviewer while auto_approve_ready resolves READY \
+             decisions without any: drop one of the two",
+        );
+    }
 }
 
 /// `[a-z][a-z0-9_]*`, at most [`RulesetSpec::MAX_ID_CHARS`]: the same shape as document type
@@ -459,6 +493,66 @@ mod tests {
             [
                 "rules[0].template: SAFEGUARD rules are built in and always run; they cannot be written",
                 "policy.confidence_floor: 1.5 is outside [0, 1]",
+            ]
+        );
+    }
+
+    #[test]
+    fn four_eyes_and_the_review_sla_are_checked_like_the_other_policy_keys() {
+        let docs = json!({"document_types": ["bill_of_lading"]});
+        let ok = RulesetSpec::compile_json(
+            Some(&json!([rule("docs", "REQUIRED_DOCUMENT", docs.clone())])),
+            Some(&json!({"four_eyes": ["OVERRIDE", "CORRECTION"], "review_sla": "4h"})),
+            &schema(),
+        )
+        .expect("valid");
+        assert!(ok.policy.needs_second(FourEyesAction::Correction));
+        assert!(!ok.policy.needs_second(FourEyesAction::Reject));
+        assert_eq!(
+            ok.policy.review_sla.as_ref().map(ReviewSla::seconds),
+            Some(4 * 3600)
+        );
+        // Written back as written, and left out when unset (earlier snapshots unchanged).
+        let written = serde_json::to_value(&ok.policy).expect("serializes");
+        assert_eq!(written["four_eyes"], json!(["OVERRIDE", "CORRECTION"]));
+        assert_eq!(written["review_sla"], "4h");
+        let plain = serde_json::to_value(Policy::default()).expect("serializes");
+        assert_eq!(
+            plain,
+            json!({"confidence_floor": 0.6, "auto_approve_ready": false})
+        );
+
+        let refused = |policy: serde_json::Value| -> Vec<String> {
+            RulesetSpec::compile_json(
+                Some(&json!([rule("docs", "REQUIRED_DOCUMENT", docs.clone())])),
+                Some(&policy),
+                &schema(),
+            )
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+        };
+        assert_eq!(
+            refused(json!({"four_eyes": ["OVERRIDE", "OVERRIDE"]})),
+            ["policy.four_eyes[1]: OVERRIDE is listed twice"]
+        );
+        let unknown = refused(json!({"four_eyes": ["OVERIDE"]}));
+        assert!(
+            unknown.len() == 1 && unknown[0].contains("unknown four-eyes action \"OVERIDE\""),
+            "{unknown:?}"
+        );
+        let sla = refused(json!({"review_sla": "4 hours"}));
+        assert!(
+            sla.len() == 1 && sla[0].contains("\"4 hours\" is not a review SLA"),
+            "{sla:?}"
+        );
+        assert_eq!(
+            refused(json!({"four_eyes": ["APPROVE"], "auto_approve_ready": true})),
+            [
+                "policy.four_eyes: APPROVE cannot need a second reviewer while auto_approve_ready \
+              resolves READY decisions without any: drop one of the two"
             ]
         );
     }
