@@ -31,6 +31,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod client_address;
 pub mod error;
 pub mod intake;
 pub mod openapi;

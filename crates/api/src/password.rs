@@ -1,11 +1,16 @@
 //! Desk passwords: argon2id hashes in PHC strings, and the rules a new password must meet.
 //!
 //! Hashing is deliberately slow (argon2's default cost, ≈19 MiB and tens of milliseconds), so
-//! callers on the async runtime run it with `spawn_blocking`.
+//! request handlers run it through a [`HashGate`]: on the blocking pool, a few at a time, and
+//! refused at once when too many already wait. Without the cap, a burst of sign-ins (right or
+//! wrong) took every core and a few hundred MiB, for as long as the burst lasted.
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use rand::Rng;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// Shortest password accepted.
 pub const MIN_PASSWORD_CHARS: usize = 10;
@@ -21,6 +26,79 @@ pub enum PasswordError {
     /// The hasher failed (it does not for valid parameters).
     #[error("password hashing failed: {0}")]
     Hash(String),
+}
+
+/// What a refused or failed [`HashGate::run`] says.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// Every place is taken and the queue is full: try again in [`HASH_BUSY_RETRY_AFTER`].
+    #[error("{0} password checks are already running or waiting")]
+    Busy(usize),
+    /// The blocking task died (a panic in the hasher).
+    #[error("password hashing stopped: {0}")]
+    Stopped(String),
+}
+
+/// What a refused password check is told to wait: the queue drains in well under a second.
+pub const HASH_BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The cap on argon2 work in one application. Cheap to clone; clones share the places.
+#[derive(Debug, Clone)]
+pub struct HashGate {
+    /// Places to run or wait: a request that gets none is refused at once.
+    admitted: Arc<Semaphore>,
+    /// Places to run.
+    running: Arc<Semaphore>,
+    capacity: usize,
+}
+
+impl HashGate {
+    /// At most `at_once` hashes running (0 counts as 1) and `queue` more waiting.
+    pub fn new(at_once: usize, queue: usize) -> Self {
+        let at_once = at_once.max(1);
+        let capacity = at_once.saturating_add(queue);
+        Self {
+            admitted: Arc::new(Semaphore::new(capacity)),
+            running: Arc::new(Semaphore::new(at_once)),
+            capacity,
+        }
+    }
+
+    /// Runs `work` (hashing or verifying) on the blocking pool once a place is free;
+    /// [`GateError::Busy`] at once when every place to run or wait is taken.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, GateError> {
+        let admitted = Arc::clone(&self.admitted)
+            .try_acquire_owned()
+            .map_err(|_| {
+                metrics::counter!("ironclad_password_checks_refused_total").increment(1);
+                GateError::Busy(self.capacity)
+            })?;
+        let running = Arc::clone(&self.running)
+            .acquire_owned()
+            .await
+            .map_err(|e| GateError::Stopped(e.to_string()))?;
+        // The permits move into the task: a request dropped mid-hash (client gone) still
+        // counts until the hash it started ends.
+        tokio::task::spawn_blocking(move || {
+            let out = work();
+            drop((running, admitted));
+            out
+        })
+        .await
+        .map_err(|e| GateError::Stopped(e.to_string()))
+    }
+}
+
+impl From<GateError> for crate::error::ApiError {
+    fn from(e: GateError) -> Self {
+        match e {
+            GateError::Busy(limit) => Self::busy("password checks", limit, HASH_BUSY_RETRY_AFTER),
+            GateError::Stopped(m) => Self::Internal(format!("password hashing stopped: {m}")),
+        }
+    }
 }
 
 /// The PHC string of `password` with a fresh random salt.
@@ -70,6 +148,28 @@ pub fn decoy_hash() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_gate_runs_a_few_queues_a_few_and_refuses_the_rest() {
+        let gate = HashGate::new(1, 1);
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let first = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.run(move || hold.recv().is_ok()).await }
+        });
+        // The first holds the only place to run, the second waits in the only queue place.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let second = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.run(|| 2).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(matches!(gate.run(|| 3).await, Err(GateError::Busy(2))));
+        let _ = release.send(());
+        assert!(matches!(first.await, Ok(Ok(true))));
+        assert!(matches!(second.await, Ok(Ok(2))));
+        assert!(matches!(gate.run(|| 4).await, Ok(4)), "places come back");
+    }
 
     #[test]
     fn a_hash_verifies_its_password_and_nothing_else() -> Result<(), PasswordError> {

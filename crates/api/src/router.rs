@@ -2,9 +2,10 @@
 //! deadline and tracing; and the metrics-only application for a separate listener.
 
 use crate::auth::AuthCache;
+use crate::client_address::{resolve_client_address, TrustedProxies};
 use crate::error::ApiError;
 use crate::routes;
-use crate::routes::ops::ScrapeCache;
+use crate::routes::ops::{ReadyCache, ScrapeCache};
 use crate::state::AppState;
 use crate::throttle::{limit_by_address, IntakeSlots, RateLimiters};
 use axum::extract::{Request, State};
@@ -48,10 +49,24 @@ pub fn router(state: AppState) -> Router {
             limiters.clone(),
             limit_by_address,
         ))
+        // Outside the limit: it reads the address this resolves.
+        .layer(middleware::from_fn_with_state(
+            TrustedProxies::new(&config.trusted_proxies),
+            resolve_client_address,
+        ))
         .layer(Extension(limiters))
         .layer(Extension(AuthCache::new()))
-        .layer(Extension(IntakeSlots::new(config.max_concurrent_intakes)))
+        .layer(Extension(IntakeSlots::new(
+            config.max_concurrent_intakes,
+            config.intake_tenant_share(),
+        )))
         .layer(Extension(ScrapeCache::new()))
+        .layer(Extension(ReadyCache::new()))
+        .layer(Extension(routes::report::ReportRenders::new()))
+        .layer(Extension(crate::password::HashGate::new(
+            config.password_hashes_at_once,
+            config.password_hash_queue,
+        )))
         .layer(Extension(crate::ui::PreviewCache::new(
             config.desk.preview_cache_mib,
         )));

@@ -113,6 +113,18 @@ pub struct ApiConfig {
     /// buffers stay below about `max_concurrent_intakes × max_file_bytes` (default 32 × 25 MiB
     /// = 800 MiB, plus the parser's working memory). 0 counts as 1.
     pub max_concurrent_intakes: usize,
+    /// Intakes one tenant may run at once, within `max_concurrent_intakes`; `None` (default)
+    /// means half the slots (at least 1). Without a share, one operator key uploading slowly
+    /// holds every slot and every other tenant is answered 503. 0 counts as 1.
+    pub intake_slots_per_tenant: Option<usize>,
+    /// Slowest upload accepted, in bytes per second of waiting for the client; 0 disables.
+    /// Default 16 KiB/s (a 25 MiB file in 27 min would pass; a 1 byte/s trickle that holds a
+    /// slot to the request deadline does not). Only time spent waiting for the client's
+    /// bytes counts, not our own inspection or disk writes.
+    pub intake_min_bytes_per_sec: u64,
+    /// How long an upload may wait for the client before its rate is judged. Default 5 s: a
+    /// phone on a bad network may stall a few seconds at the start of an upload.
+    pub intake_rate_grace: Duration,
     /// Longest time one file's inspection (type, structure, page count) may take; past it the
     /// file is refused 413 `document_too_large`. Default 20 s: an honest 25 MiB PDF takes well
     /// under a second.
@@ -124,10 +136,22 @@ pub struct ApiConfig {
     pub key_rate_limit: Option<RateLimit>,
     /// Rate per client address (IPv4 address, IPv6 /64), checked before authentication, so
     /// requests with bad keys count here; `None` disables. Default 100/s with a burst of 200:
-    /// a UI page load or a CLI run is a few dozen requests. Behind a reverse proxy every
-    /// client shares the proxy's address: raise it or disable it there. `/healthz` and
+    /// a UI page load or a CLI run is a few dozen requests. Behind a reverse proxy, list it in
+    /// [`ApiConfig::trusted_proxies`], or every client shares the proxy's bucket. `/healthz` and
     /// `/readyz` are never limited.
     pub address_rate_limit: Option<RateLimit>,
+    /// Reverse proxies whose `X-Forwarded-For` is believed (addresses or CIDR ranges). Empty
+    /// (default): the TCP peer is the client. A request from one of these peers is keyed by
+    /// the rightmost address in `X-Forwarded-For` that is not itself a trusted proxy, for the
+    /// rate limits and the desk's sign-in throttle; anyone else's header is ignored, since a
+    /// client can write any `X-Forwarded-For` it likes.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Argon2 hashes (desk sign-in, password changes) computed at once by this process.
+    /// Default 2: each takes ≈19 MiB and a core for tens of milliseconds.
+    pub password_hashes_at_once: usize,
+    /// Hashes that may wait for one of those places; one more is answered 503 with
+    /// `Retry-After` rather than queued. Default 16 (well under a second of waiting).
+    pub password_hash_queue: usize,
     /// Bearer token required to scrape `/metrics`; `None` (default) leaves it open. Compared
     /// in constant time; never printed by `Debug`.
     pub metrics_token: Option<String>,
@@ -152,6 +176,17 @@ pub struct ApiConfig {
     pub review_claim: Duration,
 }
 
+impl ApiConfig {
+    /// The intake slots one tenant may hold: [`ApiConfig::intake_slots_per_tenant`], or half
+    /// of the shared ones, never more than those nor less than 1.
+    pub fn intake_tenant_share(&self) -> usize {
+        let total = self.max_concurrent_intakes.max(1);
+        self.intake_slots_per_tenant
+            .unwrap_or(total / 2)
+            .clamp(1, total)
+    }
+}
+
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
@@ -159,9 +194,15 @@ impl Default for ApiConfig {
             max_attempts: RetryPolicy::default().max_attempts,
             request_timeout: Duration::from_secs(60),
             max_concurrent_intakes: 32,
+            intake_slots_per_tenant: None,
+            intake_min_bytes_per_sec: 16 * 1024,
+            intake_rate_grace: Duration::from_secs(5),
             inspect_timeout: Duration::from_secs(20),
             key_rate_limit: RateLimit::new(200, 400),
             address_rate_limit: RateLimit::new(100, 200),
+            trusted_proxies: Vec::new(),
+            password_hashes_at_once: 2,
+            password_hash_queue: 16,
             metrics_token: None,
             metrics_on_api_listener: true,
             default_workflow: None,
@@ -179,9 +220,15 @@ impl std::fmt::Debug for ApiConfig {
             .field("max_attempts", &self.max_attempts)
             .field("request_timeout", &self.request_timeout)
             .field("max_concurrent_intakes", &self.max_concurrent_intakes)
+            .field("intake_slots_per_tenant", &self.intake_slots_per_tenant)
+            .field("intake_min_bytes_per_sec", &self.intake_min_bytes_per_sec)
+            .field("intake_rate_grace", &self.intake_rate_grace)
             .field("inspect_timeout", &self.inspect_timeout)
             .field("key_rate_limit", &self.key_rate_limit)
             .field("address_rate_limit", &self.address_rate_limit)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("password_hashes_at_once", &self.password_hashes_at_once)
+            .field("password_hash_queue", &self.password_hash_queue)
             .field(
                 "metrics_token",
                 &self.metrics_token.as_ref().map(|_| "<redacted>"),

@@ -7,30 +7,40 @@
 //! `burst / per_second` seconds, however many distinct addresses a flood uses.
 //!
 //! - **Per address** ([`limit_by_address`], a middleware): before authentication, so requests
-//!   with bad keys count against their address only. The address is the TCP peer's, taken
-//!   from axum's `ConnectInfo` ([`crate::serve`] provides it); IPv6 peers are grouped by /64
-//!   (one host usually owns a whole /64). A request without `ConnectInfo` (a router driven
-//!   in-process, e.g. with `oneshot`) is not limited by address: lumping such requests into
-//!   one shared bucket would make unrelated callers throttle each other.
+//!   with bad keys count against their address only. The address is the request's
+//!   [`ClientAddress`]: the TCP peer's, or the one a trusted proxy forwarded (see
+//!   [`crate::client_address`]); IPv6 addresses are grouped by /64 (one host usually owns a
+//!   whole /64). A request without one (a router driven in-process, e.g. with `oneshot`) is
+//!   not limited by address: lumping such requests into one shared bucket would make
+//!   unrelated callers throttle each other.
+//! - **Sign-in** ([`RateLimiters::check_login`]): by account *and* address together, so a
+//!   stranger failing to sign in as someone slows only their own guesses, never that person
+//!   signing in from elsewhere; plus a looser rate per address across all accounts.
 //! - **Per key** ([`RateLimiters::check_key`]): after authentication, by key id.
 //! - `/healthz` and `/readyz` are never limited: an orchestrator must always see the truth.
 //!
 //! **Intakes** hold an [`IntakeSlot`] from a semaphore for as long as their request runs *and*
 //! as long as any inspection they started is still running on the blocking pool, so the
 //! memory and CPU bound holds even for requests that were dropped (deadline, client gone).
+//! One tenant holds at most its share of the slots
+//! ([`ApiConfig::intake_tenant_share`]), so a tenant whose uploads are slow, or who simply
+//! sends many, leaves room for the others.
 
+use crate::client_address::ClientAddress;
 use crate::error::ApiError;
 use crate::state::{ApiConfig, RateLimit};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
+use ironclad_core::TenantId;
+use std::collections::HashMap;
 use std::hash::Hash;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
@@ -82,9 +92,10 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
 pub(crate) struct RateLimiters {
     keys: Option<Arc<Limiter<Uuid>>>,
     addresses: Option<Arc<Limiter<IpAddr>>>,
-    /// Sign-in attempts by account (the address signed in as, lowercased): slows guessing
-    /// one account from many places.
-    logins: Option<Arc<Limiter<String>>>,
+    /// Sign-in attempts by client address and account (the email signed in as, lowercased)
+    /// together: slows guessing one account from one place. Keyed by the account alone, it
+    /// let anyone who knows an email address lock its owner out.
+    logins: Option<Arc<Limiter<(Option<IpAddr>, String)>>>,
     /// Sign-in attempts by client address: slows guessing many accounts from one place, with
     /// room for an office of people behind one address.
     login_addresses: Option<Arc<Limiter<IpAddr>>>,
@@ -128,7 +139,7 @@ impl RateLimiters {
     /// over its rate. Both buckets are charged, so a refused attempt still counts.
     pub(crate) fn check_login(&self, account: &str, peer: Option<IpAddr>) -> Result<(), Duration> {
         let by_account = match &self.logins {
-            Some(limiter) => limiter.check(&account.to_owned()),
+            Some(limiter) => limiter.check(&(peer.map(address_key), account.to_owned())),
             None => Ok(()),
         };
         let by_address = match (&self.login_addresses, peer) {
@@ -190,8 +201,8 @@ pub(crate) async fn limit_by_address(
     if !exempt {
         let peer = request
             .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip());
+            .get::<ClientAddress>()
+            .map(|ClientAddress(ip)| *ip);
         if let Some(peer) = peer {
             if let Err(refusal) = limiters.check_address(peer) {
                 return refusal.into_response();
@@ -201,28 +212,56 @@ pub(crate) async fn limit_by_address(
     next.run(request).await
 }
 
-/// The cap on intakes running at once. Cheap to clone; clones share the slots.
+/// The cap on intakes running at once, shared and per tenant. Cheap to clone; clones share
+/// the slots.
 #[derive(Debug, Clone)]
 pub(crate) struct IntakeSlots {
     semaphore: Arc<Semaphore>,
     limit: usize,
+    /// Slots one tenant may hold at once.
+    share: usize,
+    /// Slots held per tenant; a tenant holding none has no entry.
+    held: Arc<Mutex<HashMap<TenantId, usize>>>,
 }
 
 impl IntakeSlots {
-    pub(crate) fn new(limit: usize) -> Self {
+    /// `limit` slots in all (0 counts as 1), at most `share` of them per tenant.
+    pub(crate) fn new(limit: usize, share: usize) -> Self {
         let limit = limit.max(1);
         Self {
             semaphore: Arc::new(Semaphore::new(limit)),
             limit,
+            share: share.clamp(1, limit),
+            held: Arc::default(),
         }
     }
 
-    /// A slot now, or 503 `busy` at once (never a queue: a queue of 25 MiB uploads is the
-    /// unbounded memory this cap exists to prevent).
-    pub(crate) fn try_acquire(&self) -> Result<IntakeSlot, ApiError> {
+    /// A slot for `tenant` now, or 503 `busy` at once (never a queue: a queue of 25 MiB
+    /// uploads is the unbounded memory this cap exists to prevent).
+    pub(crate) fn try_acquire(&self, tenant: TenantId) -> Result<IntakeSlot, ApiError> {
+        let share = TenantShare::take(&self.held, tenant, self.share).ok_or_else(|| {
+            tracing::info!(%tenant, share = self.share, "intake refused: tenant at its share");
+            metrics::counter!("ironclad_intake_cases_total", "outcome" => "busy_tenant")
+                .increment(1);
+            let seconds = INTAKE_BUSY_RETRY_AFTER.as_secs();
+            ApiError::Throttled {
+                status: axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                code: "busy",
+                message: format!(
+                    "this tenant already has {} intakes running, its share of this server; retry after {seconds} s",
+                    self.share
+                ),
+                retry_after: INTAKE_BUSY_RETRY_AFTER,
+                details: serde_json::json!({
+                    "limit": self.share,
+                    "scope": "tenant",
+                    "retry_after_seconds": seconds,
+                }),
+            }
+        })?;
         match Arc::clone(&self.semaphore).try_acquire_owned() {
             Ok(permit) => Ok(IntakeSlot {
-                _permit: Arc::new(permit),
+                _held: Arc::new((permit, share)),
             }),
             Err(_) => {
                 tracing::info!(limit = self.limit, "intake refused: server busy");
@@ -237,11 +276,51 @@ impl IntakeSlots {
     }
 }
 
-/// One intake's place under the cap. Clones share it; the place frees when the last clone
-/// (the request's, or a still-running inspection's) is dropped.
+/// One of a tenant's places; gives it back when dropped.
+#[derive(Debug)]
+struct TenantShare {
+    held: Arc<Mutex<HashMap<TenantId, usize>>>,
+    tenant: TenantId,
+}
+
+impl TenantShare {
+    /// A place for `tenant` if it holds fewer than `share`.
+    fn take(
+        held: &Arc<Mutex<HashMap<TenantId, usize>>>,
+        tenant: TenantId,
+        share: usize,
+    ) -> Option<Self> {
+        // A poisoned map only means a panic elsewhere mid-update of a counter: keep counting.
+        let mut map = held.lock().unwrap_or_else(|e| e.into_inner());
+        let count = map.entry(tenant).or_insert(0);
+        if *count >= share {
+            return None;
+        }
+        *count += 1;
+        Some(Self {
+            held: Arc::clone(held),
+            tenant,
+        })
+    }
+}
+
+impl Drop for TenantShare {
+    fn drop(&mut self) {
+        let mut map = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = map.get_mut(&self.tenant) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                map.remove(&self.tenant);
+            }
+        }
+    }
+}
+
+/// One intake's place under the cap (and in its tenant's share). Clones share it; the place
+/// frees when the last clone (the request's, or a still-running inspection's) is dropped.
 #[derive(Debug, Clone)]
 pub struct IntakeSlot {
-    _permit: Arc<OwnedSemaphorePermit>,
+    _held: Arc<(OwnedSemaphorePermit, TenantShare)>,
 }
 
 #[cfg(test)]
@@ -312,14 +391,55 @@ mod tests {
 
     #[test]
     fn intake_slots_are_shared_by_clones_and_freed_by_the_last() {
-        let slots = IntakeSlots::new(1);
-        let slot = slots.try_acquire();
+        let slots = IntakeSlots::new(1, 1);
+        let tenant = TenantId::new();
+        let slot = slots.try_acquire(tenant);
         assert!(slot.is_ok());
-        assert!(slots.try_acquire().is_err(), "the only slot is taken");
+        assert!(slots.try_acquire(tenant).is_err(), "the only slot is taken");
         let inspection = slot.as_ref().ok().cloned();
         drop(slot);
-        assert!(slots.try_acquire().is_err(), "an inspection still holds it");
+        assert!(
+            slots.try_acquire(tenant).is_err(),
+            "an inspection still holds it"
+        );
         drop(inspection);
-        assert!(slots.try_acquire().is_ok());
+        assert!(slots.try_acquire(tenant).is_ok());
+    }
+
+    #[test]
+    fn a_tenant_holds_at_most_its_share_and_gets_it_back() {
+        let slots = IntakeSlots::new(4, 2);
+        let (a, b) = (TenantId::new(), TenantId::new());
+        let first = slots.try_acquire(a);
+        let second = slots.try_acquire(a);
+        assert!(first.is_ok() && second.is_ok());
+        match slots.try_acquire(a) {
+            Err(e) => assert_eq!(e.code(), "busy"),
+            Ok(_) => panic!("a third slot for one tenant"),
+        }
+        assert!(slots.try_acquire(b).is_ok(), "another tenant still gets in");
+        drop(first);
+        assert!(
+            slots.try_acquire(a).is_ok(),
+            "a freed place is the tenant's again"
+        );
+        drop(second);
+        let held = slots.held.lock().map(|m| m.len()).unwrap_or(usize::MAX);
+        assert_eq!(held, 0, "tenants holding nothing are forgotten");
+    }
+
+    #[test]
+    fn sign_in_attempts_count_per_address_and_account() {
+        let limiters = RateLimiters::new(&ApiConfig::default());
+        let (x, y) = (
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)),
+        );
+        let refused = (0..10)
+            .map(|_| limiters.check_login("alice@example.com", Some(x)))
+            .filter(Result::is_err)
+            .count();
+        assert!(refused > 0, "guessing from one address is slowed");
+        assert!(limiters.check_login("alice@example.com", Some(y)).is_ok());
     }
 }

@@ -20,6 +20,7 @@
 //!
 //! | condition | status | code |
 //! |---|---|---|
+//! | the body arrives slower than `intake_min_bytes_per_sec` (after `intake_rate_grace`) | 408 | `upload_too_slow` |
 //! | unknown part, bad text field | 400 | `unknown_field`, `invalid_field`, `duplicate_field` |
 //! | more than `max_files` file parts | 413 | `too_many_files` |
 //! | a file over `max_file_bytes` (reading stops at once) | 413 | `file_too_large` |
@@ -33,11 +34,12 @@
 //! | no file part at all | 400 | `no_files` |
 //! | `Idempotency-Key` reused for a different payload | 409 | `idempotency_key_reused` |
 //!
-//! Before any of these, a request beyond `max_concurrent_intakes` is answered 503 `busy`
-//! with `Retry-After`, without reading its body.
+//! Before any of these, a request beyond `max_concurrent_intakes`, or beyond its tenant's
+//! share of them, is answered 503 `busy` with `Retry-After`, without reading its body.
 
 mod cleanup;
 mod inspection;
+mod pace;
 mod receive;
 
 pub use receive::{MAX_EXTERNAL_REFERENCE_CHARS, MAX_WORKFLOW_CHARS};

@@ -3,6 +3,7 @@
 
 use super::cleanup::Uncommitted;
 use super::inspection::check_file;
+use super::pace::UploadPace;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::throttle::IntakeSlot;
@@ -46,9 +47,17 @@ pub(super) async fn receive(
     made: &mut Uncommitted,
 ) -> Result<Submission, ApiError> {
     let limits = &state.config.limits;
+    let mut pace = UploadPace::new(
+        state.config.intake_min_bytes_per_sec,
+        state.config.intake_rate_grace,
+    );
     let mut submission = Submission::default();
     let mut total_pages: u32 = 0;
-    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
+    while let Some(mut field) = pace
+        .read(multipart.next_field())
+        .await?
+        .map_err(multipart_error)?
+    {
         let name = field.name().unwrap_or_default().to_owned();
         match name.as_str() {
             "file" => {
@@ -61,7 +70,8 @@ pub(super) async fn receive(
                     .with_details(json!({"max_files": limits.max_files})));
                 }
                 let filename = clean_filename(field.file_name(), submission.files.len() + 1);
-                let file = receive_file(&mut field, filename, state, slot, total_pages).await?;
+                let file =
+                    receive_file(&mut field, filename, state, slot, total_pages, &mut pace).await?;
                 made.add(&file.blob);
                 total_pages = total_pages.saturating_add(file.pages);
                 if let Some(first) = submission
@@ -85,14 +95,15 @@ pub(super) async fn receive(
                 submission.files.push(file);
             }
             "external_reference" => {
-                let value = read_text(&mut field, &name, MAX_EXTERNAL_REFERENCE_CHARS).await?;
+                let value =
+                    read_text(&mut field, &name, MAX_EXTERNAL_REFERENCE_CHARS, &mut pace).await?;
                 if value.chars().any(char::is_control) {
                     return Err(invalid_field(&name, "must not contain control characters"));
                 }
                 set_once(&mut submission.external_reference, &name, value)?;
             }
             "workflow" => {
-                let value = read_text(&mut field, &name, MAX_WORKFLOW_CHARS).await?;
+                let value = read_text(&mut field, &name, MAX_WORKFLOW_CHARS, &mut pace).await?;
                 let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
                 if !value.chars().all(allowed) {
                     return Err(invalid_field(
@@ -128,10 +139,12 @@ async fn receive_file(
     state: &AppState,
     slot: &IntakeSlot,
     pages_so_far: u32,
+    pace: &mut UploadPace,
 ) -> Result<ReceivedFile, ApiError> {
     let limits = &state.config.limits;
     let mut writer = state.blobs.writer().await?;
-    let checked = match stream_into(field, &mut writer, &filename, limits.max_file_bytes).await {
+    let streamed = stream_into(field, &mut writer, &filename, limits.max_file_bytes, pace).await;
+    let checked = match streamed {
         Ok(bytes) => {
             let budget = state.config.inspect_timeout;
             check_file(bytes, &filename, limits, pages_so_far, slot, budget).await
@@ -161,9 +174,11 @@ async fn stream_into(
     writer: &mut BlobWriter,
     filename: &str,
     max_bytes: u64,
+    pace: &mut UploadPace,
 ) -> Result<Vec<u8>, ApiError> {
     let mut bytes = Vec::new();
-    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+    while let Some(chunk) = pace.read(field.chunk()).await?.map_err(multipart_error)? {
+        pace.count(chunk.len());
         if writer.len().saturating_add(chunk.len() as u64) > max_bytes {
             return Err(ApiError::client(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -184,10 +199,12 @@ async fn read_text(
     field: &mut Field<'_>,
     name: &str,
     max_chars: usize,
+    pace: &mut UploadPace,
 ) -> Result<String, ApiError> {
     let max_bytes = max_chars * 4; // UTF-8 needs at most 4 bytes a character
     let mut buf = Vec::new();
-    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+    while let Some(chunk) = pace.read(field.chunk()).await?.map_err(multipart_error)? {
+        pace.count(chunk.len());
         if buf.len() + chunk.len() > max_bytes {
             return Err(too_long(name, max_chars));
         }

@@ -38,8 +38,8 @@ pub fn router(limits: &IntakeLimits) -> Router<AppState> {
         .layer(DefaultBodyLimit::max(limits.max_body_bytes()))
 }
 
-/// `POST /v1/cases` (operator or admin). Beyond `max_concurrent_intakes` running intakes,
-/// answered 503 `busy` at once, before the body is read.
+/// `POST /v1/cases` (operator or admin). Beyond `max_concurrent_intakes` running intakes, or
+/// beyond the tenant's share of them, answered 503 `busy` at once, before the body is read.
 #[utoipa::path(
     post,
     path = "/v1/cases",
@@ -75,7 +75,7 @@ async fn create_case(
             "the body must be multipart/form-data with one or more \"file\" parts",
         )
     })?;
-    let slot = slots.try_acquire()?;
+    let slot = slots.try_acquire(caller.0.tenant_id)?;
     let reply = intake::submit(&state, caller.0, key, multipart, slot).await?;
     let mut response = (StatusCode::CREATED, Json(reply.body)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/v1/cases/{}", reply.case_id)) {

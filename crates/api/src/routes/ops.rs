@@ -41,7 +41,8 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// database's cost at one read per 5 s, whatever the number of scrapers.
 pub const GAUGE_TTL: Duration = Duration::from_secs(5);
 
-/// The health routes (never authenticated, never rate limited).
+/// The health routes (never authenticated, never rate limited). `/readyz` needs a
+/// [`ReadyCache`] extension ([`crate::router()`] installs one).
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
@@ -67,7 +68,8 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// Readiness: PostgreSQL answers within [`PROBE_TIMEOUT`]. Redis is probed and reported, but
+/// Readiness: PostgreSQL answers within [`PROBE_TIMEOUT`], checked at most once per
+/// [`READINESS_TTL`] however many ask ([`ReadyCache`]). Redis is probed and reported, but
 /// its outage leaves the process ready (`"status": "degraded"`): intake needs only PostgreSQL
 /// and the blob store, and the outbox publishes once Redis is back, so taking every API
 /// process out of a load balancer's rotation would turn a delay into refused uploads.
@@ -81,32 +83,77 @@ async fn healthz() -> Json<serde_json::Value> {
         (status = 503, description = "PostgreSQL does not answer", body = crate::openapi::Readiness),
     ),
 )]
-async fn readyz(State(state): State<AppState>) -> Response {
-    let postgres = probe("postgres", state.store.ping());
-    let redis = async {
-        match &state.queue {
-            Some(queue) => Some(probe("redis", queue.ping()).await),
-            None => None,
-        }
-    };
-    let (postgres, redis) = tokio::join!(postgres, redis);
+async fn readyz(
+    State(state): State<AppState>,
+    Extension(cache): Extension<ReadyCache>,
+) -> Response {
+    let ready = cache.get(&state).await;
     let word = |ok: bool| if ok { "ok" } else { "error" };
-    let status = match (postgres, redis.unwrap_or(true)) {
+    let status = match (ready.postgres, ready.redis.unwrap_or(true)) {
         (false, _) => "unavailable",
         (true, false) => "degraded",
         (true, true) => "ok",
     };
     let body = json!({
         "status": status,
-        "postgres": word(postgres),
-        "redis": redis.map_or("not_configured", word),
+        "postgres": word(ready.postgres),
+        "redis": ready.redis.map_or("not_configured", word),
     });
-    let status = if postgres {
+    let status = if ready.postgres {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (status, Json(body)).into_response()
+}
+
+/// How long one readiness check answers `/readyz`. The probe is anonymous: without this, a
+/// flood of it was a flood of PostgreSQL and Redis round trips. A second is far below any
+/// orchestrator's probe period, so no probe sees a stale answer it would act on.
+pub const READINESS_TTL: Duration = Duration::from_secs(1);
+
+/// One readiness check's findings.
+#[derive(Debug, Clone, Copy)]
+struct Readiness {
+    at: Instant,
+    postgres: bool,
+    /// `None`: no queue configured.
+    redis: Option<bool>,
+}
+
+/// The last readiness check of one application; clones share it. As with [`ScrapeCache`], the
+/// lock is held across the check: concurrent probes wait for one check instead of each
+/// making their own, and a failed check is kept for its second too.
+#[derive(Debug, Clone, Default)]
+pub struct ReadyCache(Arc<tokio::sync::Mutex<Option<Readiness>>>);
+
+impl ReadyCache {
+    /// An empty cache: the first probe checks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    async fn get(&self, state: &AppState) -> Readiness {
+        let mut last = self.0.lock().await;
+        if let Some(ready) = last.filter(|r| r.at.elapsed() < READINESS_TTL) {
+            return ready;
+        }
+        let postgres = probe("postgres", state.store.ping());
+        let redis = async {
+            match &state.queue {
+                Some(queue) => Some(probe("redis", queue.ping()).await),
+                None => None,
+            }
+        };
+        let (postgres, redis) = tokio::join!(postgres, redis);
+        let ready = Readiness {
+            at: Instant::now(),
+            postgres,
+            redis,
+        };
+        *last = Some(ready);
+        ready
+    }
 }
 
 /// Whether `check` succeeded within [`PROBE_TIMEOUT`]; failures are logged with their cause.

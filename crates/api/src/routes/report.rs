@@ -3,8 +3,9 @@
 //!
 //! Any role of the owning tenant may read it. Another tenant's case, an unknown or malformed
 //! id and a version the case does not have all get the same 404; a bad `format` or `version`
-//! is 400. The PDF is rendered on the blocking pool (it is CPU work) and sent as an
-//! attachment named `case-<id>-v<N>.pdf`.
+//! is 400. The PDF is rendered on the blocking pool (it is CPU work), at most
+//! [`REPORTS_AT_ONCE`] at a time per application, and sent as an attachment named
+//! `case-<id>-v<N>.pdf`.
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -15,10 +16,35 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use ironclad_core::CaseId;
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// PDF reports rendered at once by one application. Each takes a core for tens of
+/// milliseconds to a few seconds (a long case); without a cap, any key able to read a case
+/// could ask for hundreds at once and take every core of the blocking pool from intake's
+/// inspections and the desk's previews. Waiting requests are bounded by the request deadline.
+pub const REPORTS_AT_ONCE: usize = 2;
+
+/// The places to render reports in; clones share them.
+#[derive(Debug, Clone)]
+pub struct ReportRenders(Arc<Semaphore>);
+
+impl ReportRenders {
+    /// [`REPORTS_AT_ONCE`] places.
+    pub fn new() -> Self {
+        Self(Arc::new(Semaphore::new(REPORTS_AT_ONCE)))
+    }
+}
+
+impl Default for ReportRenders {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// The report route.
 pub fn router() -> Router<AppState> {
@@ -91,6 +117,7 @@ struct ReportParams {
 )]
 async fn report(
     State(state): State<AppState>,
+    Extension(renders): Extension<ReportRenders>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
     params: Result<Query<ReportParams>, QueryRejection>,
@@ -113,10 +140,20 @@ async fn report(
         Format::Json => Json(report).into_response(),
         Format::Pdf => {
             let filename = format!("case-{}-v{}.pdf", report.case.id, report.decision.version);
-            let pdf = tokio::task::spawn_blocking(move || report_pdf::render(&report))
+            let place = Arc::clone(&renders.0)
+                .acquire_owned()
                 .await
-                .map_err(|e| ApiError::Internal(format!("report rendering stopped: {e}")))?
-                .map_err(|e| ApiError::Internal(e.to_string()))?;
+                .map_err(|e| ApiError::Internal(format!("report renders closed: {e}")))?;
+            // The place moves into the task: a request dropped mid-render (deadline, client
+            // gone) keeps it until the render it started ends.
+            let pdf = tokio::task::spawn_blocking(move || {
+                let pdf = report_pdf::render(&report);
+                drop(place);
+                pdf
+            })
+            .await
+            .map_err(|e| ApiError::Internal(format!("report rendering stopped: {e}")))?
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
             let mut response = pdf.into_response();
             let headers = response.headers_mut();
             headers.insert(

@@ -6,7 +6,9 @@
 //! password carries. Until that flag is cleared every desk page sends the user here.
 
 use crate::error::ApiError;
-use crate::password::{self, hash_password, PasswordError, MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
+use crate::password::{
+    self, hash_password, HashGate, PasswordError, MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS,
+};
 use crate::state::AppState;
 use crate::ui::page::{render, Chrome, DeskError, DeskForm, DeskQuery};
 use crate::ui::session::{DeskUser, CHANGE_PASSWORD_PATH};
@@ -14,6 +16,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
 use ironclad_store::users::PasswordChangeError;
 use serde::Deserialize;
 
@@ -68,6 +71,7 @@ pub(crate) struct PasswordForm {
 /// echoed back).
 pub(crate) async fn change_password(
     State(state): State<AppState>,
+    Extension(hashing): Extension<HashGate>,
     user: DeskUser,
     DeskForm(form): DeskForm<PasswordForm>,
 ) -> Result<Response, DeskError> {
@@ -94,11 +98,10 @@ pub(crate) async fn change_password(
         .ok_or_else(ApiError::not_found)?;
     let checked_hash = credentials.password_hash;
     let (current, new, stored) = (form.current, form.new, checked_hash.clone());
-    let hashed = tokio::task::spawn_blocking(move || {
-        password::verify_password(&current, &stored).then(|| hash_password(&new))
-    })
-    .await
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let hashed = hashing
+        .run(move || password::verify_password(&current, &stored).then(|| hash_password(&new)))
+        .await
+        .map_err(ApiError::from)?;
     let new_hash = match hashed {
         None => return refuse("That is not your current password."),
         Some(Err(PasswordError::Length)) => {

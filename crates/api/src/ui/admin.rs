@@ -6,7 +6,7 @@
 //! log. A generated password must be changed by its user at their first sign-in.
 
 use crate::error::ApiError;
-use crate::password::{generate_password, hash_password};
+use crate::password::{generate_password, hash_password, HashGate};
 use crate::state::AppState;
 use crate::ui::cases::when;
 use crate::ui::forms::{self, form_error, form_key};
@@ -16,6 +16,7 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
 use ironclad_core::role::Role;
 use ironclad_store::users::NewUser;
 use serde::Deserialize;
@@ -268,6 +269,7 @@ fn to_result(token: &str) -> Response {
 /// `POST /admin/users`: a user with a random password they must change at first sign-in.
 pub(crate) async fn create_user(
     State(state): State<AppState>,
+    Extension(hashing): Extension<HashGate>,
     user: DeskUser,
     DeskForm(form): DeskForm<NewUserForm>,
 ) -> Result<Response, DeskError> {
@@ -285,9 +287,10 @@ pub(crate) async fn create_user(
     )?;
     let password = generate_password();
     let to_hash = password.clone();
-    let hash = tokio::task::spawn_blocking(move || hash_password(&to_hash))
+    let hash = hashing
+        .run(move || hash_password(&to_hash))
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(ApiError::from)?
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let new = NewUser {
         email: &email,

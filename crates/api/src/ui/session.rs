@@ -14,15 +14,16 @@
 //! time is not reset, so a page left open does not keep an idle session alive. A user whose
 //! password an admin set is sent to change it from every page until they do.
 
+use crate::client_address::ClientAddress;
 use crate::error::ApiError;
 use crate::state::{AppState, DeskConfig};
 use crate::ui::page::DeskError;
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use ironclad_store::users::{Session, SessionUse};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
@@ -262,8 +263,8 @@ fn url_encode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// The client's address, when the server knows it (`ConnectInfo`); a router driven
-/// in-process has none.
+/// The client's address, when the server knows it: the [`ClientAddress`] the rate limits
+/// use too (the peer, or what a trusted proxy forwarded). A router driven in-process has none.
 pub(crate) struct PeerAddress(pub Option<IpAddr>);
 
 impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
@@ -273,8 +274,8 @@ impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
         Ok(Self(
             parts
                 .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0.ip()),
+                .get::<ClientAddress>()
+                .map(|ClientAddress(ip)| *ip),
         ))
     }
 }

@@ -11,7 +11,7 @@
 //! A refused sign-in sets no session cookie and shows the form again with a fresh token.
 
 use crate::error::ApiError;
-use crate::password;
+use crate::password::{self, GateError, HashGate, HASH_BUSY_RETRY_AFTER};
 use crate::state::AppState;
 use crate::throttle::RateLimiters;
 use crate::ui::page::{render, CsrfOnly, DeskError, DeskForm, DeskQuery};
@@ -140,6 +140,7 @@ fn signin_token_matches(form: &str, cookie: Option<&str>) -> bool {
 pub(crate) async fn login(
     State(state): State<AppState>,
     Extension(limiters): Extension<RateLimiters>,
+    Extension(hashing): Extension<HashGate>,
     PeerAddress(peer): PeerAddress,
     headers: HeaderMap,
     DeskForm(form): DeskForm<LoginForm>,
@@ -190,14 +191,31 @@ pub(crate) async fn login(
         Err(e) => return DeskError::from(ApiError::from(e)).into_response(),
     };
     let password = form.password.clone();
-    let stored = credentials
-        .as_ref()
-        .map(|c| c.password_hash.clone())
-        .unwrap_or_else(|| password::decoy_hash().to_owned());
-    let verified =
-        tokio::task::spawn_blocking(move || password::verify_password(&password, &stored))
-            .await
-            .unwrap_or(false);
+    let stored = credentials.as_ref().map(|c| c.password_hash.clone());
+    let verified = hashing
+        .run(move || {
+            let stored = stored.unwrap_or_else(|| password::decoy_hash().to_owned());
+            password::verify_password(&password, &stored)
+        })
+        .await;
+    let verified = match verified {
+        Ok(verified) => verified,
+        Err(GateError::Busy(_)) => {
+            tracing::warn!("sign-in refused: too many password checks waiting");
+            let mut response = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The server is busy checking other sign-ins. Try again in a moment.",
+            );
+            if let Ok(v) = HeaderValue::from_str(&HASH_BUSY_RETRY_AFTER.as_secs().to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return response;
+        }
+        Err(GateError::Stopped(m)) => {
+            tracing::error!(error = %m, "sign-in: password check stopped");
+            false
+        }
+    };
     let Some(user) = credentials.filter(|_| verified).map(|c| c.user) else {
         tracing::info!("sign-in refused");
         return refuse(

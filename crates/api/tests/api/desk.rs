@@ -1315,3 +1315,119 @@ async fn unreadable_queries_and_forms_get_the_desks_error_page() -> anyhow::Resu
     app.stop().await;
     Ok(())
 }
+
+/// A sign-in POST with the form `form`, through a proxy that forwards `forwarded`.
+async fn login_forwarded(
+    app: &TestApp,
+    form: &SignInForm,
+    forwarded: &str,
+    email: &str,
+    password: &str,
+) -> anyhow::Result<Answer> {
+    let response = browser()?
+        .post(app.url("/login"))
+        .header("cookie", &form.cookie)
+        .header("x-forwarded-for", forwarded)
+        .form(&[
+            ("email", email),
+            ("password", password),
+            ("next", "/queue"),
+            ("signin_token", &form.token),
+        ])
+        .send()
+        .await?;
+    Answer::read(response).await
+}
+
+/// Issue 26, item 10: sign-in throttling keyed by the account alone let anyone who knows an
+/// email address lock its owner out. Keyed by address and account together, a stranger's
+/// failed attempts as alice from X (a client forwarded by the trusted proxy, as the rate
+/// limits see it) are throttled, and alice still signs in from Y.
+#[tokio::test]
+async fn failed_sign_ins_from_one_address_do_not_lock_the_account_out_elsewhere(
+) -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        trusted_proxies: ironclad_api::client_address::parse_trusted_proxies("127.0.0.1")?,
+        ..ApiConfig::default()
+    })
+    .await?;
+    app.user(app.tenant, "alice@example.com", Role::Reviewer)
+        .await?;
+    let mut throttled = false;
+    for _ in 0..12 {
+        let form = app.sign_in_form().await?;
+        let answer = login_forwarded(
+            &app,
+            &form,
+            "203.0.113.10",
+            "alice@example.com",
+            "a stranger's guess",
+        )
+        .await?;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            throttled = true;
+            break;
+        }
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{}", answer.text());
+    }
+    assert!(throttled, "guessing from one address is throttled");
+    let form = app.sign_in_form().await?;
+    let from_x =
+        login_forwarded(&app, &form, "203.0.113.10", "alice@example.com", PASSWORD).await?;
+    assert_eq!(from_x.status, StatusCode::TOO_MANY_REQUESTS);
+    let form = app.sign_in_form().await?;
+    let from_y =
+        login_forwarded(&app, &form, "198.51.100.20", "alice@example.com", PASSWORD).await?;
+    assert_eq!(from_y.status, StatusCode::SEE_OTHER, "{}", from_y.text());
+    app.stop().await;
+    Ok(())
+}
+
+/// Issue 26, item 10: argon2 hashing was unbounded, so a burst of sign-ins took every core and
+/// a few hundred MiB. With one hash at a time and no queue, of eight sign-ins at once some
+/// are answered 503 with `Retry-After` at once; the others are checked as usual.
+#[tokio::test]
+async fn sign_ins_beyond_the_hashing_cap_get_503_with_retry_after() -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        password_hashes_at_once: 1,
+        password_hash_queue: 0,
+        desk: DeskConfig {
+            login_attempts_per_minute: 0,
+            ..DeskConfig::default()
+        },
+        ..ApiConfig::default()
+    })
+    .await?;
+    app.user(app.tenant, "b@example.com", Role::Reviewer)
+        .await?;
+    let mut forms = Vec::new();
+    for _ in 0..8 {
+        forms.push(app.sign_in_form().await?);
+    }
+    let answers = futures::future::join_all(
+        forms
+            .iter()
+            .map(|form| login_forwarded(&app, form, "", "b@example.com", "a wrong password")),
+    )
+    .await;
+    let (mut busy, mut checked) = (0, 0);
+    for answer in answers {
+        let answer = answer?;
+        match answer.status {
+            StatusCode::SERVICE_UNAVAILABLE => {
+                busy += 1;
+                assert_eq!(answer.header("retry-after").as_deref(), Some("1"));
+            }
+            StatusCode::UNAUTHORIZED => checked += 1,
+            other => anyhow::bail!("unexpected {other}: {}", answer.text()),
+        }
+    }
+    assert!(busy >= 1 && checked >= 1, "{busy} busy, {checked} checked");
+    // Once the burst is over, sign-in works.
+    assert_eq!(
+        app.login("b@example.com", PASSWORD).await?.status,
+        StatusCode::SEE_OTHER
+    );
+    app.stop().await;
+    Ok(())
+}

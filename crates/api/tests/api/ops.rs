@@ -4,6 +4,7 @@
 
 use crate::helpers::TestApp;
 use futures::StreamExt;
+use ironclad_api::routes::ops::READINESS_TTL;
 use ironclad_api::ApiConfig;
 use ironclad_inspect::fixtures;
 use ironclad_queue::{Queue, StreamConfig};
@@ -41,6 +42,8 @@ async fn readiness_stays_200_but_degraded_when_redis_is_down() -> anyhow::Result
     assert_eq!(app.get("/readyz", None).await?.status, StatusCode::OK);
 
     redis.kill()?;
+    // The first answer stands for its second (one check a second, whoever asks).
+    tokio::time::sleep(READINESS_TTL).await;
     let started = Instant::now();
     let ready = app.get("/readyz", None).await?;
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
@@ -195,6 +198,36 @@ async fn concurrent_scrapes_share_one_gauge_read() -> anyhow::Result<()> {
         spent <= 3,
         "51 scrapes ran {spent} statements; one gauge read is 3"
     );
+    app.stop().await;
+    Ok(())
+}
+
+/// Issue 26, item 10: `/readyz` is anonymous and pinged PostgreSQL and Redis on every call.
+/// Fifty probes at once make one check (one PostgreSQL round trip, not fifty); a probe a
+/// second later checks again.
+#[tokio::test]
+async fn concurrent_readiness_probes_share_one_check() -> anyhow::Result<()> {
+    let app = TestApp::spawn_counted(ApiConfig::default()).await?;
+    let before = app.queries();
+    let started = Instant::now();
+    let probes = futures::future::join_all((0..50).map(|_| app.get("/readyz", None))).await;
+    let took = started.elapsed();
+    for probe in probes {
+        let probe = probe?;
+        assert_eq!(probe.status, StatusCode::OK, "{}", probe.text());
+        assert_eq!(probe.json()["status"], "ok");
+    }
+    let checks = app.queries() - before;
+    if took < READINESS_TTL {
+        assert_eq!(checks, 1, "50 probes within a second made {checks} checks");
+    } else {
+        // A machine too loaded to answer 50 probes within the second may check once more.
+        assert!(checks <= 2, "50 probes over {took:?} made {checks} checks");
+    }
+    tokio::time::sleep(READINESS_TTL).await;
+    let before = app.queries();
+    assert_eq!(app.get("/readyz", None).await?.status, StatusCode::OK);
+    assert_eq!(app.queries() - before, 1, "a stale answer is checked again");
     app.stop().await;
     Ok(())
 }

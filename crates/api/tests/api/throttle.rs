@@ -1,11 +1,12 @@
 //! Rate limits: a key or an address over its rate is answered 429 `rate_limited` with a JSON
 //! body and a whole-second `Retry-After`; other keys and addresses go on, the health probes
-//! are never limited, and a router driven in-process (no peer address) is not limited by
-//! address.
+//! are never limited, a router driven in-process (no peer address) is not limited by
+//! address, and `X-Forwarded-For` counts only from a trusted proxy.
 
 use crate::helpers::{Answer, TestApp};
 use axum::body::Body;
 use axum::http::Request;
+use ironclad_api::client_address::parse_trusted_proxies;
 use ironclad_api::{ApiConfig, RateLimit};
 use ironclad_core::role::Role;
 use reqwest::StatusCode;
@@ -118,6 +119,58 @@ async fn a_router_without_peer_addresses_is_not_limited_by_address() -> anyhow::
         let response = router.clone().oneshot(request).await?;
         assert_eq!(response.status(), StatusCode::OK);
     }
+    app.stop().await;
+    Ok(())
+}
+
+/// `GET /v1/cases` as `key` from `client`, with `X-Forwarded-For: forwarded`.
+async fn get_forwarded(
+    app: &TestApp,
+    client: &reqwest::Client,
+    forwarded: &str,
+) -> anyhow::Result<Answer> {
+    let response = client
+        .get(app.url("/v1/cases"))
+        .bearer_auth(&app.key)
+        .header("x-forwarded-for", forwarded)
+        .send()
+        .await?;
+    Answer::read(response).await
+}
+
+/// Issue 26, item 10: behind a reverse proxy every client shared the proxy's bucket. From a
+/// trusted proxy (here 127.0.0.1), each forwarded client has its own bucket, keyed by the
+/// rightmost hop the proxy did not add itself; from any other peer (127.0.0.2) the header is
+/// ignored, so a spoofed address per request cannot dodge the limit.
+#[tokio::test]
+async fn forwarded_addresses_are_believed_only_from_trusted_proxies() -> anyhow::Result<()> {
+    let app = TestApp::spawn_with(ApiConfig {
+        key_rate_limit: None,
+        address_rate_limit: RateLimit::new(1, 2),
+        trusted_proxies: parse_trusted_proxies("127.0.0.1")?,
+        ..ApiConfig::default()
+    })
+    .await?;
+    let proxy = reqwest::Client::new();
+    for client in ["203.0.113.1", "203.0.113.2"] {
+        // What the client wrote itself (left of its own address) changes nothing.
+        for spoof in ["1.1.1.1", "1.1.1.2"] {
+            let answer = get_forwarded(&app, &proxy, &format!("{spoof}, {client}")).await?;
+            assert_eq!(answer.status, StatusCode::OK, "{client}: {}", answer.text());
+        }
+        let refused = get_forwarded(&app, &proxy, &format!("9.9.9.9, {client}")).await?;
+        assert_rate_limited(&refused, "address");
+    }
+
+    let untrusted = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()?;
+    for i in 0..2 {
+        let answer = get_forwarded(&app, &untrusted, &format!("198.51.100.{i}")).await?;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    }
+    let refused = get_forwarded(&app, &untrusted, "198.51.100.99").await?;
+    assert_rate_limited(&refused, "address");
     app.stop().await;
     Ok(())
 }
