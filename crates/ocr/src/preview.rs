@@ -4,6 +4,11 @@
 //!
 //! The same decoders as reading are used (EXIF orientation applied, TIFF pages by index,
 //! PDF pages by `pdftoppm` with the crop box), with the same header checks before decoding.
+//!
+//! A PDF page's size is read (`pdfinfo`) before it is rendered, and the page is rendered at
+//! the resolution its preview needs, not more: a page may be up to 200×200 inches, which at
+//! the usual 120 DPI is 576 million pixels that `pdftoppm` would rasterise in full (memory
+//! and a core for many seconds) only for the result to be refused by the output cap.
 
 use crate::gray::Gray;
 use crate::{images, pdf, ReadError};
@@ -47,13 +52,10 @@ pub fn render_preview(
     limits: PreviewLimits,
 ) -> Result<Vec<u8>, ReadError> {
     let page = match media {
-        MediaType::Pdf => pdf::render_page(
-            path,
-            index + 1,
-            PDF_PREVIEW_DPI,
-            limits.max_pixels,
-            limits.timeout,
-        )?,
+        MediaType::Pdf => {
+            let dpi = pdf_preview_dpi(path, index, &limits)?;
+            pdf::render_page(path, index + 1, dpi, limits.max_pixels, limits.timeout)?
+        }
         MediaType::Png | MediaType::Jpeg | MediaType::Tiff => {
             let bytes = std::fs::read(path)
                 .map_err(|e| ReadError::Retryable(format!("could not read the file: {e}")))?;
@@ -77,6 +79,40 @@ pub fn render_preview(
         turn => page.rotated_cw(turn),
     };
     encode_png(&fit(upright, limits.max_side.max(16)))
+}
+
+/// The resolution page `index` (0-based) of the PDF at `path` is previewed at:
+/// [`PDF_PREVIEW_DPI`], or less for a page whose longer side would pass `max_side` (pixels
+/// beyond those are thrown away by [`fit`] anyway). Refused when even that is over
+/// `max_pixels` (a page thousands of inches long).
+fn pdf_preview_dpi(path: &Path, index: u32, limits: &PreviewLimits) -> Result<u32, ReadError> {
+    let page = index + 1;
+    let info = pdf::pdf_info(path, page, limits.timeout)?;
+    if page > info.pages {
+        return Err(ReadError::Terminal(format!(
+            "the document has {} pages, not {page}",
+            info.pages
+        )));
+    }
+    let size = info
+        .sizes
+        .get(index as usize)
+        .copied()
+        .flatten()
+        .ok_or_else(|| {
+            ReadError::Terminal(format!("page {page}: the PDF gives this page no size"))
+        })?;
+    let longer_pt = size.width_pt.max(size.height_pt).max(1.0);
+    let needed = (f64::from(limits.max_side.max(16)) * 72.0 / longer_pt).ceil();
+    let dpi = (needed.clamp(1.0, f64::from(PDF_PREVIEW_DPI))) as u32;
+    let pixels = size.pixels_at(dpi);
+    if pixels > limits.max_pixels {
+        return Err(ReadError::Terminal(format!(
+            "page {page}: {:.0}×{:.0} pt is {pixels} pixels even at {dpi} DPI, over the preview limit of {}",
+            size.width_pt, size.height_pt, limits.max_pixels
+        )));
+    }
+    Ok(dpi)
 }
 
 /// The page scaled down so its longer side is at most `max_side` (never enlarged).
@@ -120,6 +156,54 @@ mod tests {
         assert_eq!((small.width, small.height), (1000, 500));
         let tiny = Gray::new(10, 20, vec![0; 200]).expect("buffer matches");
         assert_eq!(fit(tiny, 1000).height, 20, "never enlarged");
+    }
+
+    /// A one-page PDF whose page is `width`×`height` pt, with a line across it.
+    fn pdf_page(width: u32, height: u32) -> Vec<u8> {
+        use ironclad_inspect::fixtures::{pdf_from_objects, pdf_stream};
+        let ink = format!("10 w 0 0 m {width} {height} l S");
+        pdf_from_objects(
+            &[
+                b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+                b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+                format!(
+                    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] /Contents 4 0 R >>"
+                )
+                .into_bytes(),
+                pdf_stream("", ink.as_bytes()),
+            ],
+            "",
+        )
+    }
+
+    fn preview_of(pdf: &[u8]) -> Result<(u32, u32), ReadError> {
+        let dir = tempfile::tempdir().map_err(|e| ReadError::Retryable(e.to_string()))?;
+        let path = dir.path().join("p.pdf");
+        std::fs::write(&path, pdf).map_err(|e| ReadError::Retryable(e.to_string()))?;
+        let png = render_preview(&path, MediaType::Pdf, 0, 0, PreviewLimits::default())?;
+        let decoded = image::load_from_memory(&png)
+            .map_err(|e| ReadError::Terminal(e.to_string()))?
+            .to_luma8();
+        Ok(decoded.dimensions())
+    }
+
+    /// The largest page PDF allows, 200×200 inches, is 576 MP at the usual 120 DPI: it is
+    /// rendered at the resolution its preview needs instead (quickly, not refused), and
+    /// an ordinary page keeps its resolution. Needs poppler-utils.
+    #[test]
+    fn a_huge_pdf_page_is_previewed_at_the_resolution_it_needs() -> Result<(), ReadError> {
+        let started = std::time::Instant::now();
+        let (w, h) = preview_of(&pdf_page(14_400, 14_400))?;
+        assert!(w <= 1400 && h <= 1400 && w >= 1000, "{w}×{h}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
+        // A4 at 120 DPI is 992×1403, fitted to 1400 on its longer side.
+        let (w, h) = preview_of(&pdf_page(595, 842))?;
+        assert_eq!(h, 1400, "{w}×{h}");
+        Ok(())
     }
 
     #[test]
