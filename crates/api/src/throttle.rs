@@ -95,11 +95,15 @@ pub(crate) struct RateLimiters {
     /// Sign-in attempts by client address and account (the email signed in as, lowercased)
     /// together: slows guessing one account from one place. Keyed by the account alone, it
     /// let anyone who knows an email address lock its owner out.
-    logins: Option<Arc<Limiter<(Option<IpAddr>, String)>>>,
+    logins: Option<Arc<Limiter<LoginKey>>>,
     /// Sign-in attempts by client address: slows guessing many accounts from one place, with
     /// room for an office of people behind one address.
     login_addresses: Option<Arc<Limiter<IpAddr>>>,
 }
+
+/// A sign-in bucket: the client's address (its /64 for IPv6; none when the server does not
+/// know it) and the account, lowercased.
+type LoginKey = (Option<IpAddr>, String);
 
 /// How many times an account's sign-in rate one client address may use.
 const LOGIN_ADDRESS_FACTOR: u32 = 3;

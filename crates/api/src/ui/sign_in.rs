@@ -201,7 +201,8 @@ pub(crate) async fn login(
     let verified = match verified {
         Ok(verified) => verified,
         Err(GateError::Busy(_)) => {
-            tracing::warn!("sign-in refused: too many password checks waiting");
+            // Info, not warn: a flood of sign-ins would otherwise be a flood of warnings.
+            tracing::info!("sign-in refused: too many password checks waiting");
             let mut response = refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The server is busy checking other sign-ins. Try again in a moment.",

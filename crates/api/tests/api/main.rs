@@ -13,10 +13,12 @@
 //! - `reads`: keyset listing and its parameter checks.
 //! - `report`: a decision version's report as JSON and PDF (no mixing of versions, tenant
 //!   isolation, 404/400s, hostile text read back with pdftotext).
-//! - `ops`: healthz, readyz (up and down), metrics (cached gauges, token, own listener), JSON
-//!   404/405, the request deadline.
-//! - `throttle`: per-key and per-address rates (429 + Retry-After), the health probes exempt.
-//! - `load`: the cap on concurrent intakes (503 busy) and the inspection time budget.
+//! - `ops`: healthz, readyz (up and down, one check a second however many ask), metrics
+//!   (cached gauges, token, own listener), JSON 404/405, the request deadline.
+//! - `throttle`: per-key and per-address rates (429 + Retry-After), the health probes exempt,
+//!   `X-Forwarded-For` believed only from trusted proxies.
+//! - `load`: the cap on concurrent intakes (503 busy), each tenant's share of it, the slowest
+//!   upload accepted (408), and the inspection time budget.
 //! - `fuzz_multipart`: random, damaged multipart bodies answer a JSON 4xx and commit nothing.
 //! - `cleanup`: a failed or abandoned intake deletes the blobs it created, at once.
 //! - `revocation`: a revoked key is refused by every API process within 1 s.
@@ -34,7 +36,8 @@
 //!   filters (mine, unclaimed, awaiting a second reviewer, overdue) and the overdue gauge.
 //! - `desk_review`: the desk's review work as a signed-in person does it (claim, the
 //!   correction form, another reviewer's view, the queue's tabs, `n`).
-//! - `desk`: the operator's desk over HTTP (sign-in, CSRF, roles, tenants, admin pages).
+//! - `desk`: the operator's desk over HTTP (sign-in, CSRF, roles, tenants, admin pages; sign-in
+//!   throttled per address and account, password hashing capped).
 //! - `desk_session`: the sign-in form's CSRF guard, the `__Host-` cookie, polls and unknown
 //!   cookies that write nothing, the session sweep, page images' cache, password changes.
 //! - `desk_actions`: desk forms applied once per rendered form, the review form's defaults and
