@@ -326,6 +326,27 @@ pub struct RoleSettings {
     /// Intake requests one process handles at once; one more is answered 503 `busy`.
     #[arg(long, env = "IRONCLAD_MAX_CONCURRENT_INTAKES", default_value_t = 32)]
     pub max_concurrent_intakes: usize,
+    /// Intake requests one tenant may run at once, within the process's cap (default: half
+    /// of it); one more is answered 503 `busy`.
+    #[arg(long, env = "IRONCLAD_INTAKE_SLOTS_PER_TENANT")]
+    pub intake_slots_per_tenant: Option<usize>,
+    /// Slowest upload accepted, in bytes per second of waiting for the client (0 disables);
+    /// a slower one is dropped with 408 `upload_too_slow`.
+    #[arg(long, env = "IRONCLAD_INTAKE_MIN_BYTES_PER_SEC", default_value_t = 16 * 1024)]
+    pub intake_min_bytes_per_sec: u64,
+    /// How long an upload may wait for its client before its pace is judged.
+    #[arg(long, env = "IRONCLAD_INTAKE_RATE_GRACE", default_value = "5s", value_parser = parse_duration)]
+    pub intake_rate_grace: Duration,
+    /// Reverse proxies whose X-Forwarded-For is believed: comma-separated addresses and CIDR
+    /// ranges (default: none; the TCP peer is the client).
+    #[arg(long, env = "IRONCLAD_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
+    /// Password hashes (desk sign-in, password changes) computed at once.
+    #[arg(long, env = "IRONCLAD_PASSWORD_HASHES_AT_ONCE", default_value_t = 2)]
+    pub password_hashes_at_once: usize,
+    /// Password hashes that may wait for a place; one more is answered 503.
+    #[arg(long, env = "IRONCLAD_PASSWORD_HASH_QUEUE", default_value_t = 16)]
+    pub password_hash_queue: usize,
     /// Longest inspection of one uploaded file (then 413 `document_too_large`).
     #[arg(long, env = "IRONCLAD_INSPECT_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     pub inspect_timeout: Duration,

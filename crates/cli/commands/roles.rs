@@ -3,6 +3,7 @@
 use super::{connect_store, redact};
 use crate::config::{Connections, RoleSettings};
 use anyhow::Context;
+use ironclad_api::client_address::parse_trusted_proxies;
 use ironclad_api::{ApiConfig, AppState, DeskConfig, IntakeLimits, RateLimit};
 use ironclad_core::faults::Faults;
 use ironclad_documents::compiler::ReadingCompiler;
@@ -165,6 +166,13 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             },
             max_attempts: s.max_attempts,
             max_concurrent_intakes: s.max_concurrent_intakes,
+            intake_slots_per_tenant: s.intake_slots_per_tenant,
+            intake_min_bytes_per_sec: s.intake_min_bytes_per_sec,
+            intake_rate_grace: s.intake_rate_grace,
+            trusted_proxies: parse_trusted_proxies(&s.trusted_proxies)
+                .context("IRONCLAD_TRUSTED_PROXIES")?,
+            password_hashes_at_once: s.password_hashes_at_once,
+            password_hash_queue: s.password_hash_queue,
             inspect_timeout: s.inspect_timeout,
             key_rate_limit: RateLimit::new(s.key_rate_limit, s.key_rate_burst),
             address_rate_limit: RateLimit::new(s.address_rate_limit, s.address_rate_burst),
