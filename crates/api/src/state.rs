@@ -7,6 +7,7 @@ use ironclad_documents::compiler::ReadingCompiler;
 use ironclad_documents::preview::PagePreviewer;
 use ironclad_documents::regions::RegionReader;
 use ironclad_queue::Queue;
+use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_store::users::SessionPolicy;
 use ironclad_store::Store;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -268,6 +269,20 @@ pub struct AppState {
     /// Reads a box a reviewer drew on a page (a correction): the binary hands it the second
     /// look's crop reader.
     pub regions: Arc<dyn RegionReader>,
+}
+
+impl AppState {
+    /// The workflow versions cases are pinned to, resolved as the worker resolves them and
+    /// compiled with [`AppState::compiler`] (the API keeps no compiled workflow between
+    /// requests).
+    pub fn workflows(&self) -> WorkflowCatalog {
+        WorkflowCatalog::new(
+            self.store.clone(),
+            Arc::clone(&self.compiler),
+            self.config.default_workflow.clone(),
+            [],
+        )
+    }
 }
 
 impl std::fmt::Debug for AppState {

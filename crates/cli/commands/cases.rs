@@ -4,6 +4,7 @@ use super::connect_store;
 use crate::config::{parse_duration, Connections};
 use anyhow::Context;
 use clap::Args;
+use ironclad_core::parse::show_stored;
 use ironclad_core::{CaseId, CaseStatus};
 use ironclad_store::stuck::{StuckScope, STUCK_AFTER};
 use std::process::ExitCode;
@@ -200,7 +201,7 @@ pub async fn show(c: &Connections, args: CaseArgs) -> anyhow::Result<ExitCode> {
             let value = f
                 .value
                 .as_ref()
-                .map(|v| display_value(&v["value"]))
+                .map(show_stored)
                 .unwrap_or_else(|| "(none)".into());
             println!(
                 "  {:<20} {:<30} raw {:<22} page {:<3} confidence {}{}{}",
@@ -284,11 +285,7 @@ fn print_rule_results(results: &[ironclad_store::read::RuleResultView]) {
                 .pointer("/evidence/raw_text")
                 .and_then(|r| r.as_str())
                 .map(|r| format!("{r:?}"))
-                .or_else(|| {
-                    v.get("value")
-                        .filter(|x| !x.is_null())
-                        .map(|x| display_value(x.get("value").unwrap_or(x)))
-                })
+                .or_else(|| v.get("value").filter(|x| !x.is_null()).map(show_stored))
                 .unwrap_or_else(|| "(none)".into());
             let page = v
                 .pointer("/evidence/page")
@@ -306,27 +303,5 @@ fn print_rule_results(results: &[ironclad_store::read::RuleResultView]) {
                 page
             );
         }
-    }
-}
-
-/// A typed value as a person reads it: a container code, `12694.3 kg`, `48210.50 USD`, a date
-/// or text — not the JSON it is stored as.
-fn display_value(v: &serde_json::Value) -> String {
-    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
-    if let Some(code) = text("code") {
-        return code;
-    }
-    if let Some(kg) = text("kg") {
-        return format!("{kg} kg");
-    }
-    if let Some(amount) = text("amount") {
-        return match text("currency") {
-            Some(c) => format!("{amount} {c}"),
-            None => amount,
-        };
-    }
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }

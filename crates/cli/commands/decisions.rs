@@ -11,6 +11,8 @@ use ironclad_core::review::ReviewAction;
 use ironclad_core::CaseId;
 use ironclad_documents::rules as case_rules;
 use ironclad_reading::ExtractCompiler;
+use ironclad_runtime::case_rules::rules_for_case;
+use ironclad_runtime::workflows::WorkflowCatalog;
 use ironclad_store::decisions::RulesApplied;
 use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
 use ironclad_store::reprocess::ReprocessRequest;
@@ -19,6 +21,7 @@ use ironclad_store::Store;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// `ironclad review CASE`
@@ -254,12 +257,10 @@ pub async fn reevaluate(c: &Connections, args: ReevaluateArgs) -> anyhow::Result
     let case = case_id(&args.case)?;
     let store = connect_store(c).await?;
     let ctx = case_tenant(&store, case).await?;
-    let yaml = store.case_workflow_yaml(&ctx).await?;
-    let chosen = case_rules::choose_for_yaml(
-        &ExtractCompiler,
-        yaml.as_deref(),
-        ctx.active_ruleset.as_ref(),
-    );
+    let workflows = WorkflowCatalog::new(store.clone(), Arc::new(ExtractCompiler), None, []);
+    let chosen = rules_for_case(&store, Some(&workflows), case, None)
+        .await?
+        .with_context(|| format!("no case {case}"))?;
     if let Some(problem) = &chosen.problem {
         eprintln!("ironclad: warning: {problem}");
     }

@@ -6,6 +6,7 @@ use crate::config::Connections;
 use anyhow::Context;
 use clap::Subcommand;
 use ironclad_api::password::{generate_password, hash_password};
+use ironclad_core::email::parse_email;
 use ironclad_core::role::Role;
 use ironclad_store::users::{NewUser, UserError};
 use std::io::BufRead;
@@ -77,10 +78,7 @@ pub async fn user(c: &Connections, cmd: UserCommand) -> anyhow::Result<ExitCode>
             let role: Role = role
                 .parse()
                 .map_err(|e| anyhow::anyhow!("{e} (use reviewer, operator or admin)"))?;
-            let email = email.trim().to_owned();
-            if email.is_empty() || email.len() > 254 || !email.contains('@') {
-                anyhow::bail!("--email must be an email address");
-            }
+            let email = parse_email(&email).context("--email")?;
             let tenant_id = tenant_named(tenant.clone()).await?;
             let (password, generated) = if password_stdin {
                 let mut line = String::new();

@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod audit;
 pub mod case;
 pub mod decision;
+pub mod email;
 pub mod envelope;
 pub mod failure;
 pub mod faults;

@@ -98,25 +98,6 @@ pub fn choose(
     }
 }
 
-/// [`choose`] for a workflow stored as YAML, compiled with `compiler` (the API, which does
-/// not keep compiled workflows). A workflow that no longer parses is reported and decides
-/// with no rules.
-pub fn choose_for_yaml(
-    compiler: &dyn ReadingCompiler,
-    workflow_yaml: Option<&str>,
-    active: Option<&(Uuid, i32, serde_json::Value)>,
-) -> ChosenRules {
-    match workflow_yaml.map(|yaml| compiler.compile_workflow(yaml)) {
-        None => choose(None, active),
-        Some(Ok(w)) => choose(Some(&w), active),
-        Some(Err(e)) => ChosenRules {
-            ruleset: no_rules(),
-            managed: active.map(|(id, v, _)| (*id, *v)),
-            problem: Some(format!("the case's workflow no longer parses: {e}")),
-        },
-    }
-}
-
 /// Validates a managed ruleset against a workflow stored as YAML, compiled with `compiler`;
 /// `Err` lists every problem.
 pub fn validate_for_yaml(

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod audit_sealer;
+pub mod case_rules;
 pub mod config;
 pub mod dispatcher;
 pub mod error;

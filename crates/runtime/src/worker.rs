@@ -14,6 +14,8 @@
 //! PostgreSQL was unreachable, or that found a live worker on the job, counts for nothing — an
 //! outage is a delay, never a failure someone has to clean up.
 
+mod finalize;
+
 use crate::config::RuntimeConfig;
 use crate::lease_keeper::LeaseKeeper;
 use crate::metric_names as m;
@@ -26,10 +28,8 @@ use ironclad_core::{Envelope, FailureCode, JobKind};
 use ironclad_documents::processor::{
     DocumentProcessor, ProcessedSource, ProcessorError, SourceInput,
 };
-use ironclad_documents::rules::{self, ChosenRules};
 use ironclad_queue::{Delivery, Queue};
-use ironclad_store::decisions::RulesApplied;
-use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, Failure, FinalizeOutcome};
+use ironclad_store::jobs::{ClaimOutcome, ClaimRefusal, ClaimedJob, Failure};
 use ironclad_store::{Store, StoreError, Transition};
 use rand::Rng;
 use std::future::Future;
@@ -472,7 +472,7 @@ impl Worker {
     /// What a commit came to. `Stale` usually means another run holds the job; but when an
     /// earlier try of this very commit landed and only its answer was lost (the connection
     /// broke after COMMIT), the run's own record says so, and the outcome is ours after all.
-    async fn settled(
+    pub(super) async fn settled(
         &self,
         job: &ClaimedJob,
         committed: Transition,
@@ -496,62 +496,6 @@ impl Worker {
         })
     }
 
-    async fn finalize(&self, job: &ClaimedJob) -> Result<Handled, RuntimeError> {
-        let chosen = self.rules_for(job).await?;
-        if let Some(problem) = &chosen.problem {
-            tracing::warn!(case_id = %job.case_id, %problem, "deciding without the expected rules");
-        }
-        let applied = RulesApplied::new(&chosen.ruleset, chosen.managed);
-        let outcome = self
-            .patiently("committing the decision", || {
-                self.store.finalize_case(job, &applied)
-            })
-            .await?;
-        match outcome {
-            FinalizeOutcome::Decided | FinalizeOutcome::AlreadyDecided => Ok(Handled::Succeeded),
-            FinalizeOutcome::Stale => {
-                self.settled(job, Transition::Stale, Handled::Succeeded)
-                    .await
-            }
-        }
-    }
-
-    /// The rules that decide the job's case: the tenant's active ruleset for the case's
-    /// workflow, else the workflow's own rules (see `ironclad_documents::rules`).
-    async fn rules_for(&self, job: &ClaimedJob) -> Result<ChosenRules, RuntimeError> {
-        let context = self
-            .patiently("reading the case's rules", || {
-                self.store.decision_context(job.case_id.0, None)
-            })
-            .await?;
-        let Some(context) = context else {
-            return Ok(rules::choose(None, None));
-        };
-        let workflow = match &self.workflows {
-            None => None,
-            Some(catalog) => {
-                let resolved = self
-                    .patiently("resolving the case's workflow", || {
-                        pinned_workflow_of(
-                            catalog,
-                            job.case_id,
-                            context.workflow.as_deref(),
-                            context.workflow_id,
-                        )
-                    })
-                    .await?;
-                resolved.unwrap_or_else(|message| {
-                    tracing::warn!(case_id = %job.case_id, %message, "case workflow unusable for rules");
-                    None
-                })
-            }
-        };
-        Ok(rules::choose(
-            workflow.as_ref().map(|w| w.workflow.as_ref()),
-            context.active_ruleset.as_ref(),
-        ))
-    }
-
     async fn fail(&self, job: &ClaimedJob, failure: &Failure) -> Result<Transition, RuntimeError> {
         tracing::warn!(job_id = %job.id, case_id = %job.case_id, code = %failure.code, reason = %failure.detail, "job failed");
         let t = self
@@ -569,7 +513,11 @@ impl Worker {
     /// unreachable, a dropped connection, a serialization conflict, no answer within
     /// `store_call_timeout`) are retried with backoff for up to `outcome_patience`. Used
     /// while the worker holds a claim, whose lease keeper keeps it alive meanwhile.
-    async fn patiently<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T, StoreError>
+    pub(super) async fn patiently<T, F, Fut>(
+        &self,
+        what: &str,
+        mut call: F,
+    ) -> Result<T, StoreError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,

@@ -13,7 +13,8 @@
 //! - [`ProblemKind::Edited`]: a row's content no longer matches its hash, or the newest row's
 //!   hash is not the one its chain head recorded (the row was replaced);
 //! - [`ProblemKind::Inserted`]: a position taken twice, a `prev_hash` that is not the hash of
-//!   the row before, or a row beyond the chain head (not appended through the trigger);
+//!   the row before, or a row beyond the chain head (sealed by something other than
+//!   `audit_seal`, which moves the head with every row it seals);
 //! - [`ProblemKind::Deleted`]: a gap in `chain_seq`, or a head that names positions past the
 //!   newest row (the newest rows were deleted), or a chain without a head.
 //!
@@ -326,7 +327,7 @@ impl ChainWalk {
                 id,
                 ProblemKind::Inserted,
                 format!(
-                    "beyond the chain head (last_seq {last}): not appended through the trigger"
+                    "beyond the chain head (last_seq {last}): not sealed by audit_seal, which moves the head with every row"
                 ),
             );
         }

@@ -472,13 +472,6 @@ impl Store {
             .await?;
             (CorrectionOutcome::Applied(corrected), 201)
         };
-        let body = respond(&outcome);
-        replay::remember(&mut tx, key, http, &body).await?;
-        tx.commit().await?;
-        Ok(ActionAnswer {
-            status: http,
-            body,
-            replayed: false,
-        })
+        replay::commit_answer(tx, key, http, respond(&outcome)).await
     }
 }

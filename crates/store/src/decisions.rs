@@ -5,7 +5,9 @@
 //! does, from the facts this module loads.
 
 use ironclad_core::audit::AuditEventType;
-use ironclad_core::notification::NotificationType;
+use ironclad_core::notification::{
+    DossierDecided, DossierResolved, NotificationData, NotificationType,
+};
 use ironclad_core::page::{BBox, ReadMethod};
 use ironclad_core::parse::Value;
 use ironclad_core::review::{Resolution, ReviewStatus};
@@ -17,7 +19,7 @@ use serde::Serialize;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::notify::{announce, notify_ctes, Announcement, WEBHOOK_MAX_ATTEMPTS};
+use crate::notify::{announce_resolved, notify_ctes, WEBHOOK_MAX_ATTEMPTS};
 use crate::replay::{self, ActionAnswer, ActionError, ActionKey};
 use crate::{audit_trail, Store, StoreResult};
 
@@ -257,21 +259,6 @@ impl Store {
     }
 }
 
-impl Store {
-    /// The workflow file a case's rules are read from: its pinned version, else the newest
-    /// version of the workflow it names, else none.
-    pub async fn case_workflow_yaml(
-        &self,
-        context: &DecisionContext,
-    ) -> StoreResult<Option<String>> {
-        Ok(match (context.workflow_id, context.workflow.as_deref()) {
-            (Some(id), _) => self.workflow_by_id(id).await?.map(|w| w.source_yaml),
-            (None, Some(name)) => self.latest_workflow(name).await?.map(|w| w.source_yaml),
-            (None, None) => None,
-        })
-    }
-}
-
 /// One row of [`GENERATION_FACTS`]: a segment, and one of its facts (absent for a segment
 /// without facts).
 #[derive(sqlx::FromRow)]
@@ -413,10 +400,15 @@ pub(crate) async fn decide(
     } else {
         (ReviewStatus::Pending, None, None)
     };
-    let about = serde_json::json!({
-        "case_id": case, "external_reference": reference, "decision_id": id,
-        "decision_version": version, "status": evaluation.status, "summary": evaluation.summary,
-    });
+    let about = DossierDecided {
+        case_id: case,
+        external_reference: reference.as_deref(),
+        decision_id: id,
+        decision_version: version,
+        status: evaluation.status,
+        summary: &evaluation.summary,
+    }
+    .to_json();
     let r = &evaluation.results;
     sqlx::query(DECISION_RECORDS)
         .bind(id)
@@ -455,7 +447,7 @@ pub(crate) async fn decide(
         .bind(Uuid::now_v7())
         .bind(NotificationType::for_decision(evaluation.status).as_str())
         .bind(format!("case:{case}:decision:{version}"))
-        .bind(about.clone())
+        .bind(about)
         .bind(WEBHOOK_MAX_ATTEMPTS)
         .bind(
             rules
@@ -474,16 +466,16 @@ pub(crate) async fn decide(
             .bind(SYSTEM_ACTOR)
             .execute(&mut **tx)
             .await?;
-        announce(
+        announce_resolved(
             tx,
-            Announcement {
-                tenant,
-                case: Some(case),
-                kind: NotificationType::DossierResolved,
-                dedup_key: format!("case:{case}:resolved:{version}"),
-                data: serde_json::json!({"case_id": case, "external_reference": about["external_reference"],
-                                         "decision_version": version, "resolution": "APPROVED",
-                                         "actor": SYSTEM_ACTOR}),
+            tenant,
+            DossierResolved {
+                case_id: case,
+                external_reference: reference.as_deref(),
+                decision_version: version,
+                resolution: Resolution::Approved,
+                actor: SYSTEM_ACTOR,
+                confirmed_by: None,
             },
         )
         .await?;
@@ -588,14 +580,7 @@ impl Store {
             }),
         )
         .await?;
-        let body = respond(&written);
-        replay::remember(&mut tx, key, 201, &body).await?;
-        tx.commit().await?;
-        Ok(ActionAnswer {
-            status: 201,
-            body,
-            replayed: false,
-        })
+        replay::commit_answer(tx, key, 201, respond(&written)).await
     }
 }
 

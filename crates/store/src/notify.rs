@@ -4,7 +4,9 @@
 //! announce, so "decided" and "told" can never disagree; the dedup key makes a repeated cause
 //! (a rerun, a replay) announce once.
 
-use ironclad_core::notification::NotificationType;
+use ironclad_core::notification::{
+    DossierResolved, NotificationData, NotificationType, ProcessingFailed,
+};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
@@ -93,13 +95,39 @@ pub(crate) async fn announce_case_failed(
                 case: Some(case),
                 kind: NotificationType::ProcessingFailed,
                 dedup_key: format!("case:{case}:generation:{generation}:failed:{job}"),
-                data: serde_json::json!({
-                    "case_id": case, "generation": generation, "code": code,
-                    "reason": reason, "external_reference": reference,
-                }),
+                data: ProcessingFailed {
+                    case_id: case,
+                    external_reference: reference.as_deref(),
+                    generation,
+                    code: code.as_deref(),
+                    reason: reason.as_deref(),
+                }
+                .to_json(),
             },
         )
         .await?;
     }
+    Ok(())
+}
+
+/// Announces a case resolved — by a reviewer, a confirming second reviewer or the policy's
+/// auto-approval — once per decision version it settles.
+pub(crate) async fn announce_resolved(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: Uuid,
+    resolved: DossierResolved<'_>,
+) -> Result<(), sqlx::Error> {
+    let case = resolved.case_id;
+    announce(
+        tx,
+        Announcement {
+            tenant,
+            case: Some(case),
+            kind: NotificationType::DossierResolved,
+            dedup_key: format!("case:{case}:resolved:{}", resolved.decision_version),
+            data: resolved.to_json(),
+        },
+    )
+    .await?;
     Ok(())
 }

@@ -148,6 +148,23 @@ pub(crate) async fn remember(
     }
 }
 
+/// Stores the answer under the request's key and commits the action's transaction: a replay
+/// of the key gets exactly this answer, and a key taken meanwhile rolls the action back.
+pub(crate) async fn commit_answer(
+    mut tx: Transaction<'_, Postgres>,
+    k: &ActionKey,
+    status: u16,
+    body: serde_json::Value,
+) -> Result<ActionAnswer, ActionError> {
+    remember(&mut tx, k, status, &body).await?;
+    tx.commit().await?;
+    Ok(ActionAnswer {
+        status,
+        body,
+        replayed: false,
+    })
+}
+
 /// The answer to a keyed action: what to send back, and whether it is a replay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionAnswer {

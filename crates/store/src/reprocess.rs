@@ -301,14 +301,7 @@ impl Store {
             carried_over: carried,
             cancelled_jobs,
         };
-        let body = respond(&done);
-        replay::remember(&mut tx, key, 202, &body).await?;
-        tx.commit().await?;
-        Ok(ActionAnswer {
-            status: 202,
-            body,
-            replayed: false,
-        })
+        replay::commit_answer(tx, key, 202, respond(&done)).await
     }
 }
 

@@ -15,7 +15,7 @@
 
 use chrono::{DateTime, Utc};
 use ironclad_core::audit::AuditEventType;
-use ironclad_core::notification::NotificationType;
+use ironclad_core::notification::DossierResolved;
 use ironclad_core::review::{
     check_second, FourEyesAction, Resolution, ReviewAction, ReviewStatus, SecondOpinion,
 };
@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 use crate::corrections::{self, Corrected};
 use crate::decisions::{RulesApplied, CASE_RESOLVE};
-use crate::notify::{announce, Announcement};
+use crate::notify::announce_resolved;
 use crate::replay::{self, ActionAnswer, ActionError, ActionKey};
 use crate::{audit_trail, claims, people, Store, StoreResult};
 
@@ -227,6 +227,8 @@ pub(crate) struct OpenReview {
     pub proposed_at: Option<DateTime<Utc>>,
     pub latest: Option<i32>,
     pub four_eyes: serde_json::Value,
+    /// The case's `external_reference`, which every notification about it carries.
+    pub external_reference: Option<String>,
 }
 
 impl OpenReview {
@@ -267,7 +269,8 @@ SELECT r.id, r.status, r.decision_version, r.decision_status, r.created_at,
        r.proposed_by,
        r.proposed_by_name, r.proposed_role, r.proposed_at,
        (SELECT max(version) FROM decisions WHERE case_id = r.case_id) AS latest,
-       coalesce(d.evidence #> '{rules,policy,four_eyes}', '[]'::jsonb) AS four_eyes
+       coalesce(d.evidence #> '{rules,policy,four_eyes}', '[]'::jsonb) AS four_eyes,
+       (SELECT external_reference FROM cases WHERE id = r.case_id) AS external_reference
 FROM reviews r JOIN decisions d ON d.id = r.decision_id
 WHERE r.case_id = $1 AND r.status IN ('PENDING', 'AWAITING_SECOND')
 "#;
@@ -527,16 +530,16 @@ async fn resolve(
         .await?;
     claims::end_claim(tx, case).await?;
     let version = open.decision_version;
-    announce(
+    announce_resolved(
         tx,
-        Announcement {
-            tenant,
-            case: Some(case),
-            kind: NotificationType::DossierResolved,
-            dedup_key: format!("case:{case}:resolved:{version}"),
-            data: serde_json::json!({"case_id": case, "decision_version": version,
-                                     "resolution": resolution, "actor": actor,
-                                     "confirmed_by": second}),
+        tenant,
+        DossierResolved {
+            case_id: case,
+            external_reference: open.external_reference.as_deref(),
+            decision_version: version,
+            resolution,
+            actor,
+            confirmed_by: second,
         },
     )
     .await?;
@@ -625,14 +628,7 @@ impl Store {
             .await?;
             (ReviewOutcome::Resolved(resolved), 200)
         };
-        let body = respond(&outcome);
-        replay::remember(&mut tx, key, http, &body).await?;
-        tx.commit().await?;
-        Ok(ActionAnswer {
-            status: http,
-            body,
-            replayed: false,
-        })
+        replay::commit_answer(tx, key, http, respond(&outcome)).await
     }
 
     /// A second reviewer's answer to what waits on the case (see the module doc). Confirming
@@ -764,14 +760,7 @@ impl Store {
                 (SecondOutcome::Resolved(resolved), 200)
             }
         };
-        let body = respond(&outcome);
-        replay::remember(&mut tx, key, http, &body).await?;
-        tx.commit().await?;
-        Ok(ActionAnswer {
-            status: http,
-            body,
-            replayed: false,
-        })
+        replay::commit_answer(tx, key, http, respond(&outcome)).await
     }
 
     /// A tenant's reviews as `query` asks, oldest first, after the keyset cursor.

@@ -415,6 +415,20 @@ async fn two_reviewers_one_wins_replays_answer_the_same_and_stale_versions_confl
         .await?,
         1
     );
+    // A resolution names the case as the caller knows it, as its decision's notification did.
+    let carries_reference: bool = sqlx::query_scalar(
+        "SELECT n.data ? 'external_reference' AND n.data->>'external_reference' \
+                IS NOT DISTINCT FROM c.external_reference \
+         FROM notifications n JOIN cases c ON c.id = n.case_id \
+         WHERE n.case_id = $1 AND n.type = 'DOSSIER_RESOLVED'",
+    )
+    .bind(case.0)
+    .fetch_one(store.pool())
+    .await?;
+    assert!(
+        carries_reference,
+        "DOSSIER_RESOLVED lacks the external_reference"
+    );
     let stored: i64 =
         sqlx::query_scalar("SELECT count(*) FROM action_requests WHERE tenant_id = $1")
             .bind(f.tenant.0)

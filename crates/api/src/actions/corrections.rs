@@ -18,6 +18,7 @@ use ironclad_core::rules::{CompiledRuleset, RulesetSpec, Schema};
 use ironclad_core::CaseId;
 use ironclad_documents::regions::{Region, RegionError};
 use ironclad_documents::workflows::CompiledWorkflow;
+use ironclad_runtime::workflows::PinError;
 use ironclad_store::corrections::{
     Corrected, CorrectionMethod, CorrectionOutcome, CorrectionRequest, CorrectionTarget, NewValue,
     TargetDocument,
@@ -26,6 +27,7 @@ use ironclad_store::decisions::RulesApplied;
 use ironclad_store::replay::ActionAnswer;
 use ironclad_store::tenants::Principal;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Longest field name accepted (workflow field names are short identifiers).
@@ -127,25 +129,33 @@ impl DecisionRules {
     }
 }
 
-/// The case's workflow, compiled (`None` for a case read under none).
+/// The case's workflow, compiled (`None` for a case read under none): the version it is
+/// pinned to, as the worker that decided it resolved it.
 async fn case_workflow(
     state: &AppState,
     tenant: Uuid,
     case: Uuid,
-) -> Result<Option<CompiledWorkflow>, ApiError> {
+) -> Result<Option<Arc<CompiledWorkflow>>, ApiError> {
     let context = state
         .store
         .decision_context(case, Some(tenant))
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let Some(yaml) = state.store.case_workflow_yaml(&context).await? else {
-        return Ok(None);
-    };
-    state
-        .compiler
-        .compile_workflow(&yaml)
-        .map(Some)
-        .map_err(|e| ApiError::Internal(format!("the case's workflow no longer compiles: {e}")))
+    match state
+        .workflows()
+        .for_case(
+            CaseId(case),
+            context.workflow.as_deref(),
+            context.workflow_id,
+        )
+        .await
+    {
+        Ok(loaded) => Ok(loaded.map(|l| l.workflow)),
+        Err(PinError::Store(e)) => Err(e.into()),
+        Err(PinError::Unusable(problem)) => Err(ApiError::Internal(format!(
+            "the case's workflow cannot be used: {problem}"
+        ))),
+    }
 }
 
 /// Compiles a decision snapshot's `rules` (`{source, ruleset_id, ruleset_version, policy,
@@ -213,7 +223,7 @@ struct FieldTarget<'f> {
     target: CorrectionTarget,
     document: TargetDocument,
     doc_type: String,
-    workflow: CompiledWorkflow,
+    workflow: Arc<CompiledWorkflow>,
     field: &'f str,
 }
 

@@ -3,7 +3,8 @@
 use crate::actions::action_key;
 use crate::error::ApiError;
 use crate::state::AppState;
-use ironclad_documents::rules as case_rules;
+use ironclad_core::CaseId;
+use ironclad_runtime::case_rules::rules_for_case;
 use ironclad_store::decisions::RulesApplied;
 use ironclad_store::replay::{ActionAnswer, ActionError};
 use ironclad_store::tenants::Principal;
@@ -19,17 +20,14 @@ pub(crate) async fn reevaluate(
     case: Uuid,
 ) -> Result<Result<ActionAnswer, ActionError>, ApiError> {
     let key = action_key(who, "reevaluate", key, case, &json!({}));
-    let context = state
-        .store
-        .decision_context(case, Some(who.tenant_id.0))
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    let workflow_yaml = state.store.case_workflow_yaml(&context).await?;
-    let chosen = case_rules::choose_for_yaml(
-        state.compiler.as_ref(),
-        workflow_yaml.as_deref(),
-        context.active_ruleset.as_ref(),
-    );
+    let chosen = rules_for_case(
+        &state.store,
+        Some(&state.workflows()),
+        CaseId(case),
+        Some(who.tenant_id.0),
+    )
+    .await?
+    .ok_or_else(ApiError::not_found)?;
     if let Some(problem) = &chosen.problem {
         tracing::warn!(case_id = %case, %problem, "reevaluating without the expected rules");
     }

@@ -22,7 +22,6 @@ mod layout;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use ironclad_core::parse::Value;
 use ironclad_core::rules::{ComparedValue, CorrectionNote, Evidence, RuleOutcome};
 use ironclad_core::DecisionStatus;
 use ironclad_store::report::{DecisionOrigin, DecisionReport, ReportRulesSource, SnapshotSource};
@@ -294,7 +293,7 @@ fn documents(doc: &mut Doc<'_>, report: &DecisionReport) {
                     notes.push(corrected(note));
                 }
                 let value = match (&f.value, f.missing) {
-                    (Some(v), _) => Cell::new(value_text(v)),
+                    (Some(v), _) => Cell::new(v.to_string()),
                     (None, _) => Cell::styled("—", Style::regular(8.0).with_color(Rgb::GREY)),
                 };
                 vec![
@@ -325,33 +324,6 @@ fn documents(doc: &mut Doc<'_>, report: &DecisionReport) {
     }
 }
 
-/// A typed value as a person reads it.
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::Text(s) => s.clone(),
-        Value::Integer(i) => i.to_string(),
-        Value::Decimal(d) => d.to_string(),
-        Value::Money { amount, currency } => match currency {
-            Some(c) => format!("{amount} {c}"),
-            None => amount.to_string(),
-        },
-        // "kg", "KGS", "kilos": no conversion happened, the unit needs no mention.
-        Value::Weight { kg, unit }
-            if unit.to_ascii_lowercase().starts_with("kg")
-                || unit.to_ascii_lowercase().starts_with("kilo") =>
-        {
-            format!("{kg} kg")
-        }
-        Value::Weight { kg, unit } => format!("{kg} kg (written in {unit})"),
-        Value::Date(d) => d.to_string(),
-        Value::ContainerNumber {
-            code,
-            check_digit_valid: true,
-        } => code.clone(),
-        Value::ContainerNumber { code, .. } => format!("{code} (check digit wrong)"),
-    }
-}
-
 /// The evidence's page, 1-based as people count.
 fn page(evidence: &Evidence) -> String {
     evidence
@@ -375,7 +347,7 @@ fn compared(value: &ComparedValue, numbers: &HashMap<Uuid, usize>) -> String {
         format!("{}.{}", value.document_type, value.field)
     };
     let shown = match &value.value {
-        Some(v) => format!(" = {}", value_text(v)),
+        Some(v) => format!(" = {v}"),
         None if value.field.is_empty() => String::new(),
         None => " missing".to_owned(),
     };
@@ -582,6 +554,7 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
     use ironclad_core::page::BBox;
+    use ironclad_core::parse::Value;
     use ironclad_core::review::{Resolution, ReviewStatus};
     use ironclad_core::rules::{DocumentFacts, FactInput, OnFail, RuleTemplate};
     use ironclad_core::CaseStatus;
@@ -760,10 +733,11 @@ mod tests {
             std::fs::write(dir, &pdf).expect("sample written");
         }
         assert_eq!(
-            value_text(&Value::Weight {
+            Value::Weight {
                 kg: "453.59".parse().expect("decimal"),
                 unit: "lb".into()
-            }),
+            }
+            .to_string(),
             "453.59 kg (written in lb)"
         );
         assert_eq!(size(123_456), "120.6 KB");

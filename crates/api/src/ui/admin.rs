@@ -17,6 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
+use ironclad_core::email::parse_email;
 use ironclad_core::role::Role;
 use ironclad_store::users::NewUser;
 use serde::Deserialize;
@@ -276,10 +277,8 @@ pub(crate) async fn create_user(
     admin_form(&user, &form.csrf)?;
     let role = role_of(&form.role)?;
     let name = optional_name("name", &form.name)?;
-    let email = form.email.trim().to_owned();
-    if email.is_empty() || email.chars().count() > 254 || !email.contains('@') {
-        return Err(ApiError::bad_request("invalid_email", "enter an email address").into());
-    }
+    let email = parse_email(&form.email)
+        .map_err(|e| ApiError::bad_request("invalid_email", e.to_string()))?;
     let key = form_key(
         &user,
         &form.form_token,

@@ -82,6 +82,51 @@ impl Value {
     }
 }
 
+/// A value as a person reads it, the same on the desk, in the PDF report and in the CLI:
+/// `12.50 EUR`, `453.59 kg (written in lb)`, `MSCU1234565`, `2024-03-14`, text bare. What a
+/// reader must not miss is said: a unit converted, a wrong check digit.
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Text(s) => f.write_str(s),
+            Value::Integer(i) => write!(f, "{i}"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Money {
+                amount,
+                currency: Some(c),
+            } => write!(f, "{amount} {c}"),
+            Value::Money { amount, .. } => write!(f, "{amount}"),
+            // "kg", "KGS", "kilos": no conversion happened, the unit needs no mention.
+            Value::Weight { kg, unit } if is_kilograms(unit) => write!(f, "{kg} kg"),
+            Value::Weight { kg, unit } => write!(f, "{kg} kg (written in {unit})"),
+            Value::Date(d) => write!(f, "{d}"),
+            Value::ContainerNumber {
+                code,
+                check_digit_valid: true,
+            } => f.write_str(code),
+            Value::ContainerNumber { code, .. } => write!(f, "{code} (check digit wrong)"),
+        }
+    }
+}
+
+fn is_kilograms(unit: &str) -> bool {
+    let unit = unit.to_ascii_lowercase();
+    unit.is_empty() || unit.starts_with("kg") || unit.starts_with("kilo")
+}
+
+/// A value as stored (the JSON of a [`Value`], or any other JSON a fact may hold) as
+/// [`Value`]'s `Display` shows it: typed values read as one line, strings bare, anything
+/// else as its JSON.
+pub fn show_stored(stored: &serde_json::Value) -> String {
+    match Value::deserialize(stored) {
+        Ok(value) => value.to_string(),
+        Err(_) => match stored {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
 /// A parser's answer: the value and how sure the parser is that the text means it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Parsed {

@@ -150,8 +150,8 @@ mod tests {
         let corrected = said(
             "FACT_CORRECTED",
             json!({"field": "container_number",
-                   "old": {"value": {"kind": "container_number", "value": {"code": "CBHU6394182"}}},
-                   "new": {"value": {"kind": "container_number", "value": {"code": "CBHU6394177"}}}}),
+                   "old": {"value": {"kind": "container_number", "value": {"code": "CBHU6394182", "check_digit_valid": true}}},
+                   "new": {"value": {"kind": "container_number", "value": {"code": "CBHU6394177", "check_digit_valid": true}}}}),
         );
         assert!(
             corrected.contains("corrected container_number (CBHU6394182 → CBHU6394177) at"),

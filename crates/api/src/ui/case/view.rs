@@ -4,7 +4,7 @@
 //! and files' names.
 
 use super::history::{earlier_resolutions, EarlierResolution};
-use super::wording::{disagreeing, name_files, shown, shown_typed, NamedDocument};
+use super::wording::{disagreeing, name_files, shown, NamedDocument};
 use crate::ui::cases::when;
 use crate::ui::claims::ReviewDesk;
 use crate::ui::corrections::CorrectionPanel;
@@ -397,7 +397,7 @@ pub(crate) fn build(detail: CaseDetail, user: &DeskUser, people: &People) -> Cas
                     serde_json::from_value(r.values.clone()).unwrap_or_default();
                 let texts: Vec<Option<String>> = compared
                     .iter()
-                    .map(|v| v.value.as_deref().map(shown_typed))
+                    .map(|v| v.value.as_deref().map(ToString::to_string))
                     .collect();
                 let differs = if failed {
                     disagreeing(&texts)
@@ -589,7 +589,9 @@ mod tests {
     fn fact(conflict: bool, candidates: Value) -> FactView {
         FactView {
             field: "container_number".into(),
-            value: Some(json!({"kind": "container", "value": {"code": "CBHU6394177"}})),
+            value: Some(
+                json!({"kind": "container_number", "value": {"code": "CBHU6394177", "check_digit_valid": true}}),
+            ),
             raw_text: None,
             page: Some(0),
             bbox: None,
@@ -605,7 +607,7 @@ mod tests {
     #[test]
     fn a_field_read_differently_lists_its_other_readings_once() {
         let candidate = |code: &str, confidence: f64| {
-            json!({"value": {"kind": "container", "value": {"code": code}},
+            json!({"value": {"kind": "container_number", "value": {"code": code, "check_digit_valid": true}},
                    "confidence": confidence, "raw": code, "page": 0})
         };
         let candidates = json!([

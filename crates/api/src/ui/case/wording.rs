@@ -4,37 +4,10 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-/// A value as one line of text. Typed values (`{"kind": …, "value": …}`) show their value:
-/// money as `12.50 EUR`, a weight in kg, a container by its code; strings bare.
+/// A stored value as one line of text, as everywhere else (see `ironclad_core::parse::Value`'s
+/// `Display`): money as `12.50 EUR`, a weight in kg, a container by its code; strings bare.
 pub(crate) fn shown(value: &Value) -> String {
-    let inner = match (value.get("kind"), value.get("value")) {
-        (Some(_), Some(inner)) => inner,
-        _ => value,
-    };
-    let field = |k: &str| inner.get(k).map(plain);
-    match (field("amount"), field("kg"), field("code")) {
-        (Some(amount), _, _) => match field("currency") {
-            Some(currency) if currency != "null" => format!("{amount} {currency}"),
-            _ => amount,
-        },
-        (_, Some(kg), _) => format!("{kg} kg"),
-        (_, _, Some(code)) => code,
-        _ => plain(inner),
-    }
-}
-
-fn plain(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A typed value read by a rule, shown as [`shown`] shows a stored one.
-pub(crate) fn shown_typed(value: &ironclad_core::parse::Value) -> String {
-    serde_json::to_value(value)
-        .map(|v| shown(&v))
-        .unwrap_or_default()
+    ironclad_core::parse::show_stored(value)
 }
 
 /// A document of the case as the rules name it: `bill_of_lading (source 01a24e54, p. 1)`.
@@ -210,7 +183,7 @@ mod tests {
             serde_json::json!({"kind": "money", "value": {"amount": "12.50", "currency": "EUR"}});
         assert_eq!(shown(&money), "12.50 EUR");
         assert_eq!(
-            shown(&serde_json::json!({"kind": "weight", "value": {"kg": "3.5"}})),
+            shown(&serde_json::json!({"kind": "weight", "value": {"kg": "3.5", "unit": "KGS"}})),
             "3.5 kg"
         );
         assert_eq!(shown(&serde_json::json!("text")), "text");
