@@ -69,7 +69,8 @@ async fn forms_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> {
                 vec![json!(c.form)],
             )
             .await?;
-        b.click(&format!("#{} button[type=submit]", c.form)).await?;
+        b.submit(&format!("#{} button[type=submit]", c.form))
+            .await?;
         let secret = b
             .client
             .wait()
@@ -138,7 +139,7 @@ async fn forms_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> {
     b.type_into("current", &nora_password).await?;
     b.type_into("new", own).await?;
     b.type_into("again", own).await?;
-    b.click("#change-password").await?;
+    b.submit("#change-password").await?;
     b.client.wait().for_element(Locator::Id("notice")).await?;
     b.secrets.push(nora_password);
     b.secrets.push(own.to_owned());

@@ -77,7 +77,7 @@ async fn layout_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
         "https://hooks.example.com/a/rather/long/path/for/the/erp/connector/that/receives/decisions",
     )
     .await?;
-    b.click("#create-endpoint").await?;
+    b.submit("#create-endpoint").await?;
     b.client.wait().for_element(Locator::Id("notice")).await?;
     let endpoint: uuid::Uuid = sqlx::query_scalar("SELECT id FROM webhook_endpoints LIMIT 1")
         .fetch_one(server.db.store.pool())

@@ -41,7 +41,7 @@ async fn review_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
     // An override without a comment: refused beside the form, the choice kept, nobody else
     // blamed.
     b.click("#review-form input[value=OVERRIDE]").await?;
-    b.click("#review-submit").await?;
+    b.submit("#review-submit").await?;
     let problem = b
         .client
         .wait()
@@ -72,7 +72,7 @@ async fn review_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
             vec![],
         )
         .await?;
-    b.click("#review-submit").await?;
+    b.submit("#review-submit").await?;
     let problem = b
         .client
         .wait()
@@ -96,7 +96,7 @@ async fn review_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
     // form says who and what, and the comment is still there for the new decision.
     b.click("#review-form input[value=REJECT]").await?;
     server.cli(&["reevaluate", &case], None).await?;
-    b.click("#review-submit").await?;
+    b.submit("#review-submit").await?;
     let conflict = b
         .client
         .wait()
@@ -125,7 +125,7 @@ async fn review_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
     b.shot("someone-else-changed-it").await?;
 
     // Resolved on the new decision with the same comment.
-    b.click("#review-submit").await?;
+    b.submit("#review-submit").await?;
     b.client.wait().for_element(Locator::Id("notice")).await?;
     assert_eq!(b.text_of("#case-status").await?, "RESOLVED");
     assert_eq!(b.text_of("#case-resolution").await?, "REJECTED");

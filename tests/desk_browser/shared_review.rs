@@ -77,7 +77,7 @@ async fn corrections_journey(server: &Server, b: &mut Browser) -> anyhow::Result
     b.goto(server, &format!("/cases/{case}")).await?;
 
     // Rita claims the review, then opens the invoice's container number with `e`.
-    b.click("#claim-take").await?;
+    b.submit("#claim-take").await?;
     b.client.wait().for_element(Locator::Id("notice")).await?;
     let status = b.text_of("#claim-status").await?;
     assert!(
@@ -321,7 +321,7 @@ async fn four_eyes_journey(server: &Server, b: &mut Browser) -> anyhow::Result<(
     b.click("#review-form input[value=OVERRIDE]").await?;
     b.type_into("comment", "the carrier confirmed CBHU6394177 by phone")
         .await?;
-    b.click("#review-submit").await?;
+    b.submit("#review-submit").await?;
     let notice = b
         .client
         .wait()
@@ -366,7 +366,7 @@ async fn four_eyes_journey(server: &Server, b: &mut Browser) -> anyhow::Result<(
         sam.type_into("second-comment", "checked the carrier's e-mail")
             .await?;
         sam.shot("second-reviewer-confirms").await?;
-        sam.click("#second-confirm").await?;
+        sam.submit("#second-confirm").await?;
         sam.client.wait().for_element(Locator::Id("notice")).await?;
         assert_eq!(sam.text_of("#case-status").await?, "RESOLVED");
         assert_eq!(sam.text_of("#case-resolution").await?, "OVERRIDDEN");
@@ -409,7 +409,7 @@ async fn claims_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
     let case = b.upload_as_api(server, "CLAIM-1").await?;
     b.goto(server, &format!("/cases/{case}")).await?;
     b.decision_arrives().await?;
-    b.click("#claim-take").await?;
+    b.submit("#claim-take").await?;
     b.client.wait().for_element(Locator::Id("notice")).await?;
     b.shot("rita-claims").await?;
 
@@ -432,7 +432,7 @@ async fn claims_journey(server: &Server, b: &mut Browser) -> anyhow::Result<()> 
         sam.shot("someone-else-is-reviewing").await?;
         sam.type_into("takeover-reason", "Rita is out this afternoon")
             .await?;
-        sam.click("#claim-takeover").await?;
+        sam.submit("#claim-takeover").await?;
         sam.client.wait().for_element(Locator::Id("notice")).await?;
         assert!(sam
             .text_of("#claim-status")

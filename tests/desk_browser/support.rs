@@ -305,6 +305,26 @@ impl Browser {
         Ok(())
     }
 
+    /// Clicks the submit button `css` and waits until the page it sends to has loaded: a wait
+    /// for an element right after a plain click can find that element on the page being left.
+    pub async fn submit(&self, css: &str) -> anyhow::Result<()> {
+        const LEAVING: &str = "window.__ironcladLeaving = true; return true;";
+        const ARRIVED: &str = "return window.__ironcladLeaving === undefined \
+                               && document.readyState === 'complete';";
+        self.client.execute(LEAVING, vec![]).await?;
+        self.click(css).await?;
+        let client = &self.client;
+        wait_until(
+            "the submitted form's page loads",
+            Duration::from_secs(30),
+            || async move {
+                // While the old page unloads a script may fail to run: not there yet.
+                Ok(client.execute(ARRIVED, vec![]).await.ok() == Some(json!(true)))
+            },
+        )
+        .await
+    }
+
     pub async fn sign_in(&mut self, server: &Server, email: &str) -> anyhow::Result<()> {
         self.client.goto(&server.url("/")).await?;
         let url = self.client.current_url().await?;
