@@ -1,7 +1,7 @@
 //! Starting a role with a processor spec, as an operator configures one: the real binary
 //! against a fresh database. A spec that names nothing, or gives a processor arguments it
 //! refuses, stops the role at start with a message naming the known processors, and a valid
-//! one starts.
+//! one starts. A worker started alone (no dispatcher anywhere) still seals the audit trail.
 
 use ironclad_testkit::TestDb;
 use std::process::{Output, Stdio};
@@ -66,6 +66,42 @@ async fn a_worker_refuses_a_processor_it_does_not_know_and_says_which_it_knows(
             .is_none(),
         "stand-in did not keep running"
     );
+    db.drop_database().await;
+    Ok(())
+}
+
+/// Sealing does not depend on the dispatcher role (issue 26, item 11): with only a worker
+/// running, an audit event written meanwhile is sealed into its tenant's chain. Before, only
+/// the dispatcher sealed, and a deployment whose dispatcher was down left every event unsealed.
+#[tokio::test]
+async fn a_worker_alone_seals_the_audit_trail() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let tenant = db.store.create_tenant("acme").await?;
+    db.store
+        .create_api_key(tenant, ironclad_core::role::Role::Operator)
+        .await?;
+    let unsealed = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM audit_events WHERE hash IS NULL")
+            .fetch_one(db.store.pool())
+            .await
+    };
+    assert_eq!(unsealed().await?, 1, "the key's event arrives unsealed");
+    let running = worker(&db, "stand-in", Duration::from_secs(20));
+    let sealed = async {
+        for _ in 0..60 {
+            if unsealed().await? == 0 {
+                return anyhow::Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        anyhow::Ok(false)
+    };
+    tokio::select! {
+        out = running => anyhow::bail!("the worker stopped: {out:?}"),
+        sealed = sealed => assert!(sealed?, "the worker did not seal the event within 15 s"),
+    }
+    let report = db.store.verify_audit_chain(None).await?;
+    assert!(report.ok, "{report:#?}");
     db.drop_database().await;
     Ok(())
 }

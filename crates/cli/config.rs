@@ -214,7 +214,7 @@ pub struct RoleSettings {
     /// Provider request timeout.
     #[arg(long, env = "IRONCLAD_PROVIDER_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub provider_timeout: Duration,
-    /// How often the dispatcher role seals new audit events into their tenants' hash chains
+    /// How often each role seals new audit events into their tenants' hash chains
     /// (an event is protected by the append-only trigger alone until then).
     #[arg(long, env = "IRONCLAD_AUDIT_SEAL_EVERY", default_value = "200ms", value_parser = parse_duration)]
     pub audit_seal_every: Duration,

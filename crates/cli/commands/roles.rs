@@ -246,10 +246,11 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
         let deliverer = Deliverer::new(store.clone(), webhook_config)
             .context("starting the webhook deliverer")?;
         tasks.spawn(deliverer.run(shutdown.clone()));
-        // Audit events arrive unsealed (no writer waits on a chain head); this seals them.
-        let sealer = AuditSealer::new(store.clone(), s.audit_seal_every);
-        tasks.spawn(sealer.run(shutdown.clone()));
     }
+    // Audit events arrive unsealed (no writer waits on a chain head); every role seals them, so
+    // sealing goes on while any process runs (sealers skip the chains another one holds).
+    let sealer = AuditSealer::new(store.clone(), s.audit_seal_every);
+    tasks.spawn(sealer.run(shutdown.clone()));
     if roles.worker {
         let (processor, catalog) = build_processor(&store, s).await?;
         let mut w = Worker::new(

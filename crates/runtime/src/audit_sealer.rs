@@ -1,12 +1,15 @@
 //! The audit sealer: puts committed audit events into their tenants' hash chains.
 //!
 //! Events are inserted unsealed so no writer waits on a chain's head (migration
-//! `0008_audit_sealing.sql`); this loop, run by the dispatcher role, seals them a moment after
-//! they commit. Several sealers (several dispatchers) are safe: the database orders them per
-//! chain. A sealer killed mid-round loses nothing: the round is one transaction, and the events
-//! stay unsealed until the next round, here or elsewhere.
+//! `0008_audit_sealing.sql`); this loop, run by every role, seals them a moment after they
+//! commit, so sealing goes on while any process of the deployment runs. Several sealers are
+//! safe and do not queue on each other: a chain another sealer holds is skipped for the round
+//! (migration `0014_audit_seal_in_order.sql`). A sealer killed mid-round loses nothing: the
+//! round is one transaction, and the events stay unsealed until the next round, here or
+//! elsewhere. A chain that cannot be sealed (a row planted behind the triggers' back) does not
+//! stop the others; it shows as the oldest unsealed event's age, which the sealer watches.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ironclad_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -17,6 +20,14 @@ use crate::pause;
 /// How often an idle sealer looks for new events: the window in which a committed event is
 /// protected by the append-only trigger alone.
 pub const DEFAULT_SEAL_EVERY: Duration = Duration::from_millis(200);
+
+/// An event unsealed for longer than this is warned about (a healthy sealer seals within a
+/// round or two): no sealer ran for a while, or a chain cannot be sealed.
+pub const UNSEALED_WARN_AFTER: Duration = Duration::from_secs(60);
+
+/// How often the sealer looks at the oldest unsealed event's age (and how often it repeats a
+/// warning while the age stays high).
+const AGE_CHECK_EVERY: Duration = Duration::from_secs(30);
 
 /// Seals audit events until shutdown.
 pub struct AuditSealer {
@@ -37,11 +48,33 @@ impl AuditSealer {
         Ok(sealed)
     }
 
+    /// Warns when the oldest committed event has waited longer than [`UNSEALED_WARN_AFTER`]
+    /// for its seal; answers that age in seconds (`None` when all are sealed).
+    pub async fn check_backlog(&self) -> Result<Option<f64>, StoreError> {
+        let age = self.store.audit_oldest_unsealed_age().await?;
+        if let Some(seconds) = age.filter(|s| *s > UNSEALED_WARN_AFTER.as_secs_f64()) {
+            tracing::warn!(
+                oldest_unsealed_age_seconds = seconds,
+                "an audit event has waited over a minute for its seal: a tenant's chain may be \
+                 unsealable (see the database log's 'audit chain ... was not sealed' warnings \
+                 and run `ironclad audit verify`)"
+            );
+        }
+        Ok(age)
+    }
+
     /// Runs until `shutdown`: rounds back to back while a backlog remains, every `every` when
     /// idle, backing off on errors (PostgreSQL down is a delay, not a loss).
     pub async fn run(self, shutdown: CancellationToken) {
         let mut failures: u32 = 0;
+        let mut age_checked = Instant::now();
         while !shutdown.is_cancelled() {
+            if age_checked.elapsed() >= AGE_CHECK_EVERY {
+                age_checked = Instant::now();
+                if let Err(err) = self.check_backlog().await {
+                    tracing::debug!(error = %err, "could not read the audit sealing backlog");
+                }
+            }
             let wait = match self.tick().await {
                 Ok(sealed) => {
                     failures = 0;

@@ -1,11 +1,12 @@
 //! The audit trail's hash chain: sealed (`Store::seal_audit_events`) and checked
 //! (`ironclad audit verify`).
 //!
-//! The chain is made by the database (migrations `0006_audit_chain.sql` and
-//! `0008_audit_sealing.sql`): an event is inserted unsealed, and `audit_seal` — run by the
-//! dispatcher role's sealer every fraction of a second, and before every check — gives each
-//! committed unsealed row its tenant's next `chain_seq`, the previous row's hash as
-//! `prev_hash`, and a `hash` over both and the row's content. This module walks each chain in
+//! The chain is made by the database (migrations `0006_audit_chain.sql`,
+//! `0008_audit_sealing.sql` and `0014_audit_seal_in_order.sql`): an event is inserted unsealed,
+//! and `audit_seal` — run by every role's sealer every fraction of a second, and before every
+//! check — gives each committed unsealed row its tenant's next `chain_seq`, the previous row's
+//! hash as `prev_hash`, and a `hash` over both and the row's content. The append-only trigger
+//! accepts a seal only at the head's next position with the right hash, and moves the head. This module walks each chain in
 //! order and recomputes every hash with the same SQL function the sealer used
 //! (`audit_event_hash`), so the canonical text has one definition. It reports what a change
 //! behind the triggers' back leaves:
@@ -56,8 +57,13 @@ const AUDIT_SNAPSHOT: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, R
 const AUDIT_CHAIN_PRESENT: &str =
     "SELECT to_regproc('audit_event_hash') IS NOT NULL AND to_regproc('audit_seal') IS NOT NULL";
 
-/// Seals up to $1 committed events per chain; answers how many (migration 0008).
-const AUDIT_SEAL: &str = "SELECT audit_seal($1)";
+/// Seals up to $1 committed events per chain, skipping the chains another sealer holds unless
+/// $2 (patient); answers how many (migrations 0008, 0014).
+const AUDIT_SEAL: &str = "SELECT audit_seal($1, $2)";
+
+/// Seconds since the oldest committed unsealed event was written (NULL when none).
+const AUDIT_OLDEST_UNSEALED: &str =
+    "SELECT extract(epoch FROM now() - min(created_at))::float8 FROM audit_events WHERE hash IS NULL";
 
 /// Events of chain $1 committed but not yet sealed (not walked; reported).
 const AUDIT_AWAITING_SEAL: &str = r#"
@@ -399,23 +405,39 @@ type PageRow = (i64, i64, String, String, String);
 
 impl Store {
     /// Seals committed audit events into their tenants' chains, at most [`SEAL_BATCH`] per
-    /// chain, in a transaction of its own; answers how many were sealed.
+    /// chain, in a transaction of its own, skipping the chains another sealer is sealing;
+    /// answers how many were sealed.
     pub async fn seal_audit_events(&self) -> Result<u64, StoreError> {
+        self.seal_round(false).await
+    }
+
+    /// One sealing round; `patient` waits for the chains another sealer holds.
+    async fn seal_round(&self, patient: bool) -> Result<u64, StoreError> {
         let mut tx = self.pool().begin().await?;
         let sealed: i32 = sqlx::query_scalar(AUDIT_SEAL)
             .bind(SEAL_BATCH)
+            .bind(patient)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(u64::try_from(sealed).unwrap_or(0))
     }
 
+    /// How long the oldest committed event has waited for its seal, in seconds (`None` when
+    /// every event is sealed). It grows when no sealer runs or a chain cannot be sealed.
+    pub async fn audit_oldest_unsealed_age(&self) -> Result<Option<f64>, StoreError> {
+        Ok(sqlx::query_scalar(AUDIT_OLDEST_UNSEALED)
+            .fetch_one(self.pool())
+            .await?)
+    }
+
     /// Seals until nothing committed is left unsealed (or a bounded number of rounds passed,
-    /// when writers outpace the sealer); answers how many were sealed.
+    /// when writers outpace the sealer), waiting for chains other sealers hold; answers how
+    /// many were sealed.
     pub async fn seal_all_audit_events(&self) -> Result<u64, StoreError> {
         let mut total = 0;
         for _ in 0..SEAL_ROUNDS {
-            let sealed = self.seal_audit_events().await?;
+            let sealed = self.seal_round(true).await?;
             total += sealed;
             if sealed == 0 {
                 break;

@@ -32,13 +32,15 @@ pub struct PipelineGauges {
     /// Open reviews (waiting for a person or a second reviewer) past their policy's
     /// `review_sla`.
     pub reviews_overdue: i64,
+    /// Age in seconds of the oldest audit event not yet sealed into its chain (0 when none).
+    pub audit_oldest_unsealed_age_seconds: f64,
 }
 
-/// The outbox, the webhook deliveries (both outboxes), the review queue and the jobs waiting
-/// for a retry in one round trip, so a scrape stays at three statements.
+/// The outbox, the webhook deliveries (both outboxes), the review queue, the jobs waiting
+/// for a retry and the audit events awaiting their seal in one round trip, so a scrape stays at three statements.
 const GAUGES_OUTBOXES: &str = r#"
 SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.oldest, j.retrying,
-       v.overdue FROM
+       v.overdue, a.oldest FROM
 (SELECT count(*) FILTER (WHERE status = 'PENDING') AS pending,
         coalesce(extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'PENDING' AND available_at <= now())), 0)::float8 AS oldest,
         count(*) FILTER (WHERE status = 'DEAD') AS dead
@@ -52,7 +54,9 @@ SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.ol
  FROM reviews WHERE status = 'PENDING') r,
 (SELECT count(*) AS retrying FROM jobs WHERE status = 'PENDING' AND attempt > budget_start) j,
 (SELECT count(*) AS overdue FROM reviews
- WHERE status IN ('PENDING', 'AWAITING_SECOND') AND due_at < now()) v
+ WHERE status IN ('PENDING', 'AWAITING_SECOND') AND due_at < now()) v,
+(SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest
+ FROM audit_events WHERE hash IS NULL) a
 "#;
 const GAUGES_CASES: &str = "SELECT status, count(*) FROM cases GROUP BY status ORDER BY status";
 const GAUGES_JOBS: &str = "SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status";
@@ -60,7 +64,7 @@ const GAUGES_JOBS: &str = "SELECT status, count(*) FROM jobs GROUP BY status ORD
 impl Store {
     /// Reads the pipeline gauges.
     pub async fn pipeline_gauges(&self) -> StoreResult<PipelineGauges> {
-        type Outboxes = (i64, f64, i64, i64, f64, i64, i64, f64, i64, i64);
+        type Outboxes = (i64, f64, i64, i64, f64, i64, i64, f64, i64, i64, f64);
         let (
             outbox_pending,
             outbox_oldest_pending_age_seconds,
@@ -72,6 +76,7 @@ impl Store {
             review_oldest_pending_age_seconds,
             jobs_retry_waiting,
             reviews_overdue,
+            audit_oldest_unsealed_age_seconds,
         ): Outboxes = sqlx::query_as(GAUGES_OUTBOXES)
             .fetch_one(self.pool())
             .await?;
@@ -90,6 +95,7 @@ impl Store {
             reviews_pending,
             review_oldest_pending_age_seconds,
             reviews_overdue,
+            audit_oldest_unsealed_age_seconds,
         })
     }
 }

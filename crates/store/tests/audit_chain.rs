@@ -590,3 +590,128 @@ async fn an_open_transaction_neither_blocks_its_tenant_nor_gets_sealed() -> anyh
     db.drop_database().await;
     Ok(())
 }
+
+/// Writes an unsealed event into `tenant`'s chain, as any store path does.
+async fn append_event(store: &Store, tenant: TenantId) -> anyhow::Result<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO audit_events (tenant_id, actor, event_type) \
+         VALUES ($1, 'system:test', 'REQUEUED') RETURNING id",
+    )
+    .bind(tenant.0)
+    .fetch_one(store.pool())
+    .await?)
+}
+
+/// Seals event $1 at its chain head's position + $2, after the head's hash, with $3 as its
+/// hash when given (else the right one).
+const SEAL_BY_HAND: &str = "UPDATE audit_events e
+    SET chain_seq = h.last_seq + $2, prev_hash = h.last_hash,
+        hash = coalesce($3, audit_event_hash(h.last_hash, h.last_seq + $2, e.tenant_id,
+                                             e.case_id, e.actor, e.event_type, e.data,
+                                             e.created_at))
+    FROM audit_chain_heads h WHERE h.tenant_key = e.tenant_id AND e.id = $1";
+
+/// A statement may seal a row only as its chain's next link, after the head's hash, with the
+/// row's true hash; a seal it accepts moves the head, so the sealer carries on after it
+/// (migration 0014). Under 0008 a row sealed a position ahead was accepted, and every sealing
+/// round after it failed on the taken position.
+#[tokio::test]
+async fn a_row_is_sealed_only_as_its_chains_next_link() -> anyhow::Result<()> {
+    let s = Seeded::new().await?;
+    let store = s.store();
+    let first = append_event(store, s.acme).await?;
+    let second = append_event(store, s.acme).await?;
+    let refused = |result: Result<sqlx::postgres::PgQueryResult, sqlx::Error>| match result {
+        Err(e) => e.to_string().contains("next link"),
+        Ok(_) => false,
+    };
+    let ahead = sqlx::query(SEAL_BY_HAND)
+        .bind(second)
+        .bind(2_i64)
+        .bind(None::<String>)
+        .execute(store.pool())
+        .await;
+    assert!(
+        refused(ahead),
+        "a seal a position ahead of the head was accepted"
+    );
+    let forged = sqlx::query(SEAL_BY_HAND)
+        .bind(first)
+        .bind(1_i64)
+        .bind(Some("a".repeat(64)))
+        .execute(store.pool())
+        .await;
+    assert!(refused(forged), "a seal with a made-up hash was accepted");
+    // The next link, rightly hashed: accepted, and the head follows it.
+    sqlx::query(SEAL_BY_HAND)
+        .bind(first)
+        .bind(1_i64)
+        .bind(None::<String>)
+        .execute(store.pool())
+        .await?;
+    let head: i64 =
+        sqlx::query_scalar("SELECT last_seq FROM audit_chain_heads WHERE tenant_key = $1")
+            .bind(s.acme.0)
+            .fetch_one(store.pool())
+            .await?;
+    assert_eq!(head, Seeded::ACME_EVENTS + 1);
+    assert_eq!(store.seal_all_audit_events().await?, 1);
+    assert_eq!(s.event_id(Seeded::ACME_EVENTS + 2).await?, second);
+    assert_ok(&store.verify_audit_chain(None).await?);
+    assert_eq!(store.audit_oldest_unsealed_age().await?, None);
+    s.finish().await;
+    Ok(())
+}
+
+/// One chain that cannot be sealed — a row planted at its next position with the append-only
+/// trigger off, the head left behind — does not stop the other tenants' sealing: their events
+/// are sealed, the stuck chain's wait, and their age shows in the gauge the sealer watches.
+/// Under 0008 one round sealed every chain in one transaction, so each round failed on the
+/// planted position and no tenant was sealed again.
+#[tokio::test]
+async fn a_chain_that_cannot_be_sealed_does_not_stop_the_others() -> anyhow::Result<()> {
+    let s = Seeded::new().await?;
+    let store = s.store();
+    append_event(store, s.acme).await?;
+    append_event(store, s.acme).await?;
+    append_event(store, s.globex).await?;
+    s.tamper(
+        &["audit_events_append_only"],
+        "UPDATE audit_events e
+         SET chain_seq = h.last_seq + 1, prev_hash = h.last_hash,
+             hash = audit_event_hash(h.last_hash, h.last_seq + 1, e.tenant_id, e.case_id,
+                                     e.actor, e.event_type, e.data, e.created_at)
+         FROM audit_chain_heads h
+         WHERE h.tenant_key = e.tenant_id
+           AND e.id = (SELECT max(id) FROM audit_events WHERE tenant_id = $1)",
+    )
+    .await?;
+    for _ in 0..3 {
+        // Every round seals what it can; acme's chain is skipped, not an error.
+        store.seal_audit_events().await?;
+    }
+    let unsealed = |tenant: TenantId| async move {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND hash IS NULL",
+        )
+        .bind(tenant.0)
+        .fetch_one(store.pool())
+        .await
+    };
+    assert_eq!(
+        unsealed(s.globex).await?,
+        0,
+        "globex's event was not sealed"
+    );
+    assert_eq!(unsealed(s.acme).await?, 1, "acme's stuck event");
+    let age = store.audit_oldest_unsealed_age().await?;
+    assert!(age.is_some_and(|a| a >= 0.0), "{age:?}");
+    let gauges = store.pipeline_gauges().await?;
+    assert!(
+        gauges.audit_oldest_unsealed_age_seconds > 0.0,
+        "{}",
+        gauges.audit_oldest_unsealed_age_seconds
+    );
+    s.finish().await;
+    Ok(())
+}

@@ -392,6 +392,12 @@ fn write_scrape_gauges(
             "Open reviews past their policy's review_sla.",
             g.reviews_overdue as f64,
         );
+        single(
+            out,
+            "ironclad_audit_oldest_unsealed_age_seconds",
+            "Age of the oldest audit event not yet sealed into its tenant's hash chain (grows when no sealer runs or a chain cannot be sealed).",
+            g.audit_oldest_unsealed_age_seconds,
+        );
         let cases = CaseStatus::ALL.iter().map(|s| s.as_str());
         by_status(
             out,
