@@ -9,7 +9,7 @@
 //! twice. Then worker-a comes back with its finished reading still in memory: it must not
 //! commit it (its lease token no longer matches — fencing).
 //!
-//! Needs root and iproute2: `cargo test --test netns_hosts -- --ignored --nocapture`.
+//! Needs root and iproute2: `cargo test --test ironclad netns_hosts:: -- --ignored --nocapture`.
 
 use anyhow::{ensure, Context, Result};
 use ironclad_testkit::netns::{HostProc, InfraPostgres, InfraRedis, InfraS3, Lan};
@@ -219,7 +219,7 @@ fn metric(page: &str, series: &str) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs root and iproute2: cargo test --test netns_hosts -- --ignored --nocapture"]
+#[ignore = "needs root and iproute2: cargo test --test ironclad netns_hosts:: -- --ignored --nocapture"]
 async fn a_worker_cut_off_mid_ocr_is_taken_over_and_cannot_commit_when_it_returns() {
     // Declared first so it is dropped last: processes, then servers, then namespaces.
     let lan = Lan::create(&["api", "dispatcher", "worker-a", "worker-b"]).expect("the LAN");

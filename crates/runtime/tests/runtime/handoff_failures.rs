@@ -16,7 +16,7 @@
 //! (d) the provider times out, so the worker must commit a delayed retry before it acks
 //!     (invariants 2 and 4).
 
-mod common;
+use crate::common;
 
 use common::{
     assert_one_decision, drive, envelope_for, job, outbox_of, publish_when_due, reclaim_when_idle,

@@ -9,7 +9,7 @@
 //! that a forged message never fails the real job it names, that the worker goes on to process
 //! real work, and that an operator's requeue brings a dead-lettered job back to one decision.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_one_decision, case_row, drive, events, job, outbox_of, publish_when_due,

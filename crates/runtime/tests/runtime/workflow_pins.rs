@@ -6,7 +6,7 @@
 //! database when it holds another. Real reading: the text layer of a generated bill of lading,
 //! classified by the shipped trade workflow (v1) or by a v2 that renames the document type.
 
-mod common;
+use crate::common;
 
 use ironclad_core::{CaseId, JobId, SourceId};
 use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
@@ -19,9 +19,9 @@ use ironclad_testkit::harness::Pipeline;
 use std::sync::Arc;
 use uuid::Uuid;
 
-const TRADE: &str = include_str!("../../../workflows/trade.yaml");
+const TRADE: &str = include_str!("../../../../workflows/trade.yaml");
 const BILL_OF_LADING: &[u8] =
-    include_bytes!("../../../tests/fixtures/generated/set-01/bill-of-lading.pdf");
+    include_bytes!("../../../../tests/fixtures/generated/set-01/bill-of-lading.pdf");
 
 /// Commits a one-file case (the bill of lading), pinned to `workflow` when given.
 async fn commit_case(p: &Pipeline, workflow: Option<Uuid>) -> anyhow::Result<CaseId> {

@@ -11,7 +11,7 @@
 //! the job reaches FAILED with its reason after a bounded number of runs, the case says why,
 //! the failure is in the audit trail once, and no role keeps re-announcing the work.
 
-mod common;
+use crate::common;
 
 use common::{
     case_row, drive, events, job, jobs_of, outbox_of, publish_when_due, source_jobs, source_of,

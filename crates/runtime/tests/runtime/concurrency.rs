@@ -10,7 +10,7 @@
 //! workers of 4 slots each, all running their real `run` loops, and checks every case gets
 //! exactly one decision, every job ran exactly once, and no message was published twice.
 
-mod common;
+use crate::common;
 
 use common::{wait_all_decided, Roles};
 use ironclad_documents::processor::{Behaviour, ScriptedProcessor};

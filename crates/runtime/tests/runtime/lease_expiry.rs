@@ -11,7 +11,7 @@
 //! stale lease cannot overwrite the outcome, and that a lease lost on the last attempt fails
 //! the job rather than looping.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_one_decision, drive, envelope_for, events, job, outbox_of, reclaim_until_outcome,

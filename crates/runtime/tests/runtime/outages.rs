@@ -10,7 +10,7 @@
 //! - An outage longer than the lease used to let the reconciler fail a job on its last attempt
 //!   whose worker was still reading it, and a commit error after the work threw it away.
 
-mod common;
+use crate::common;
 
 use common::{wait_all_decided, Act, Rigged, Roles};
 use ironclad_testkit::harness::Pipeline;

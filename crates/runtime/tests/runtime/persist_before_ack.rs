@@ -10,7 +10,7 @@
 //! finalize job), then removes the trigger and checks recovery redelivers the message and the
 //! outcome is committed and acknowledged once.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_one_decision, drive, events, job, jobs_of, outbox_of, reclaim_until_outcome, source_jobs,

@@ -11,7 +11,7 @@
 //! every case to exactly one decision (the reconciler re-announces what no message carries),
 //! and no source is processed twice.
 
-mod common;
+use crate::common;
 
 use common::{wait_all_decided, Roles};
 use ironclad_documents::processor::{Behaviour, ScriptedProcessor};

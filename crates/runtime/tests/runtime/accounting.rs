@@ -12,7 +12,7 @@
 //! reason says so, and the reconciler still gets the case decided. Both check the retry volume
 //! and the reconciler's minute sample of the pilot measures (with Redis up, then down).
 
-mod common;
+use crate::common;
 
 use common::{envelope_for, source_jobs, source_of, wait_all_decided, Act, Rigged, Roles};
 use ironclad_store::jobs::ClaimOutcome;
