@@ -9,7 +9,7 @@
 //! (`IRONCLAD_MIGRATE_DATABASE_URL`) and are refused through it.
 
 #[allow(dead_code)]
-#[path = "../../chaos/support.rs"]
+#[path = "../chaos/support.rs"]
 mod support;
 
 use anyhow::{ensure, Context, Result};

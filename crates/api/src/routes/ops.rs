@@ -508,6 +508,7 @@ mod tests {
             reviews_pending: 2,
             review_oldest_pending_age_seconds: 90.0,
             reviews_overdue: 3,
+            audit_oldest_unsealed_age_seconds: 12.5,
         };
         let pending = PendingSummary {
             count: 4,
@@ -528,6 +529,7 @@ mod tests {
         assert!(out.contains("ironclad_reviews_pending 2\n"));
         assert!(out.contains("ironclad_review_oldest_pending_age_seconds 90\n"));
         assert!(out.contains("# TYPE ironclad_reviews_overdue gauge\nironclad_reviews_overdue 3\n"));
+        assert!(out.contains("ironclad_audit_oldest_unsealed_age_seconds 12.5\n"));
         assert!(out.contains("ironclad_stream_oldest_pending_age_seconds 2.5\n"));
         assert!(out.contains("ironclad_scrape_source_up{source=\"redis\"} 1\n"));
     }

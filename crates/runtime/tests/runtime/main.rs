@@ -3,8 +3,8 @@
 //! module per promise, as they were separate files before, sharing `common`. Run one with
 //! `cargo test -p ironclad-runtime --test runtime <module>::`.
 
-mod common;
 mod accounting;
+mod common;
 mod concurrency;
 mod handoff_failures;
 mod lease_expiry;

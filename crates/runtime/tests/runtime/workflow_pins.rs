@@ -6,8 +6,6 @@
 //! database when it holds another. Real reading: the text layer of a generated bill of lading,
 //! classified by the shipped trade workflow (v1) or by a v2 that renames the document type.
 
-use crate::common;
-
 use ironclad_core::{CaseId, JobId, SourceId};
 use ironclad_documents::workflows::{LoadedWorkflow, WorkflowSet};
 use ironclad_extract::Workflow;
