@@ -37,7 +37,6 @@ pub mod intake;
 pub mod openapi;
 pub mod paging;
 pub mod password;
-pub mod report_pdf;
 pub mod router;
 pub mod routes;
 pub mod state;

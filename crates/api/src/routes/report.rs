@@ -9,7 +9,6 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::report_pdf;
 use crate::state::AppState;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -147,7 +146,7 @@ async fn report(
             // The place moves into the task: a request dropped mid-render (deadline, client
             // gone) keeps it until the render it started ends.
             let pdf = tokio::task::spawn_blocking(move || {
-                let pdf = report_pdf::render(&report);
+                let pdf = ironclad_report_pdf::render(&report);
                 drop(place);
                 pdf
             })

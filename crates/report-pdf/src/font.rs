@@ -10,12 +10,12 @@ use std::collections::BTreeSet;
 
 use ttf_parser::{Face, GlyphId, Tag};
 
-use super::ReportPdfError;
+use crate::ReportPdfError;
 
 /// DejaVu Sans 2.37 (Debian's `fonts-dejavu-core`); license in `assets/fonts/LICENSE`.
-static SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+static SANS: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 /// DejaVu Sans Bold 2.37.
-static SANS_BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
+static SANS_BOLD: &[u8] = include_bytes!("../assets/fonts/DejaVuSans-Bold.ttf");
 
 /// Which face a piece of text is set in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

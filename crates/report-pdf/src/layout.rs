@@ -19,8 +19,8 @@ use pdf_writer::writers::Resources;
 use pdf_writer::{Content, Filter, Finish, Name, Pdf, Rect, Ref, Str, TextStr};
 use unicode_bidi::BidiInfo;
 
-use super::font::{Fonts, Weight};
-use super::ReportPdfError;
+use crate::font::{Fonts, Weight};
+use crate::ReportPdfError;
 
 /// A4 width in points.
 pub(crate) const PAGE_WIDTH: f32 = 595.28;

@@ -1,6 +1,10 @@
 //! The decision report as a PDF: what [`ironclad_store::report::DecisionReport`] holds, laid out
 //! for a person — title block, sources with their sha256, documents with their facts, rule
 //! results with the values compared, the review and the audit trail — with page numbers.
+//! The HTTP API's `GET /v1/cases/{id}/report?format=pdf` calls [`render`] on its blocking pool.
+//!
+//! A crate of its own so that the typesetter, its fonts and its PDF dependencies are built
+//! and tested apart from the API, and the API's crate stays about HTTP.
 //!
 //! **The one design choice.** The PDF is written with `pdf-writer` (a low-level, dependency-free
 //! writer from the Typst project) plus `ttf-parser` and `unicode-bidi`, and a small layout
@@ -15,6 +19,7 @@
 //! their isolated forms (right-to-left order is right, through the bidi algorithm). A
 //! character DejaVu Sans has no glyph for (most emoji, CJK) is shown as `[U+XXXX]`, never
 //! dropped. The fonts are embedded as subsets (only the glyphs used), 20–60 KB per report.
+#![deny(missing_docs)]
 
 mod font;
 mod layout;
