@@ -69,7 +69,8 @@ pub enum WebhookUrlError {
 /// public addresses (unless `IRONCLAD_WEBHOOK_ALLOW_PRIVATE` is set): these are refused both
 /// when an endpoint is created (IP literals) and when the deliverer connects (every resolved
 /// address). An IPv4-mapped, IPv4-compatible or NAT64 (`64:ff9b::/96`) IPv6 address is judged
-/// by the IPv4 address it carries.
+/// by the IPv4 address it carries; tunnels that carry one elsewhere (6to4, Teredo, local-use
+/// NAT64) are refused whole.
 pub fn non_public_range(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => non_public_v4(v4),
@@ -90,6 +91,12 @@ fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("link-local")
     } else if a == 100 && (64..128).contains(&b) {
         Some("shared address space (CGNAT)")
+    } else if a == 198 && (18..20).contains(&b) {
+        // 198.18.0.0/15, for benchmarking networks: never routed, sometimes inside a lab.
+        Some("benchmarking")
+    } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
+        // 192.0.0.0/24, IETF protocol assignments (NAT64/DS-Lite gateway addresses).
+        Some("reserved")
     } else if ip.is_multicast() {
         Some("multicast")
     } else if ip.is_broadcast() {
@@ -113,6 +120,17 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
         // IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) carry an IPv4 address.
         let [.., a, b, c, d] = ip.octets();
         non_public_v4(Ipv4Addr::new(a, b, c, d))
+    } else if segments[..3] == [0x64, 0xff9b, 1] {
+        // 64:ff9b:1::/48, local-use NAT64: translated by our own network's gateway, and the
+        // IPv4 address may sit anywhere in it, so the whole range is refused.
+        Some("local NAT64")
+    } else if segments[0] == 0x2002 {
+        // 6to4 (2002::/16) embeds an IPv4 address a relay would reach; refused whole rather
+        // than judged by it (6to4 is deprecated, RFC 7526).
+        Some("6to4 tunnel")
+    } else if segments[..2] == [0x2001, 0] {
+        // Teredo (2001::/32) tunnels to an IPv4 server and client; refused whole.
+        Some("Teredo tunnel")
     } else if ip.is_multicast() {
         Some("multicast")
     } else if segments[0] & 0xfe00 == 0xfc00 {
@@ -1017,6 +1035,21 @@ mod tests {
             ("http://[ff02::1]/", "multicast"),
             ("http://[::ffff:10.0.0.5]/", "private"),
             ("http://[64:ff9b::a9fe:a9fe]/", "link-local"),
+            ("http://198.18.0.1/", "benchmarking"),
+            ("http://198.19.255.254/", "benchmarking"),
+            ("http://[::ffff:198.18.3.4]/", "benchmarking"),
+            ("http://192.0.0.1/", "reserved"),
+            ("http://192.0.0.170/", "reserved"),
+            ("http://[64:ff9b::c000:8]/", "reserved"),
+            ("http://[2002:c0a8:101::1]/", "6to4 tunnel"),
+            ("http://[2002:5db8:d70e::1]/", "6to4 tunnel"),
+            (
+                "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+                "Teredo tunnel",
+            ),
+            ("http://[2001::1]/", "Teredo tunnel"),
+            ("http://[64:ff9b:1::a00:5]/", "local NAT64"),
+            ("http://[64:ff9b:1:ffff::1]/", "local NAT64"),
             ("http://localhost:8080/", "loopback"),
             ("http://LocalHost./", "loopback"),
             ("http://api.localhost/", "loopback"),
@@ -1038,6 +1071,12 @@ mod tests {
             "http://100.128.0.1/",
             "http://172.32.0.1/",
             "http://[2606:4700::1111]/",
+            "http://198.17.255.255/",
+            "http://198.20.0.1/",
+            "http://192.0.1.1/",
+            "http://[2001:4860:4860::8888]/",
+            "http://[2003::1]/",
+            "http://[64:ff9b:2::1]/",
             "http://localhost.example.com/",
             "http://notlocalhost/",
         ] {
