@@ -20,7 +20,7 @@ use ironclad_core::{RetryPolicy, TenantId};
 use ironclad_runtime::webhooks::{DeliveryConfig, DeliveryReport};
 use ironclad_runtime::Deliverer;
 use ironclad_store::notifications::NewNotification;
-use ironclad_store::webhooks::{DeliveryView, RequeueOutcome, WebhookUrl};
+use ironclad_store::webhooks::{DeliveryView, RequeueOutcome, WebhookUrl, DEFAULT_MAX_ENDPOINTS};
 use ironclad_store::Store;
 use ironclad_testkit::{wait_for, TestDb};
 use sha2::Sha256;
@@ -198,6 +198,7 @@ impl World {
                 &WebhookUrl::parse(url, true)?,
                 None,
                 "test-admin",
+                DEFAULT_MAX_ENDPOINTS,
             )
             .await?;
         Ok((created.endpoint.id, created.secret))

@@ -30,6 +30,10 @@ use uuid::Uuid;
 pub const MAX_URL_LEN: usize = 2000;
 /// Longest description of an endpoint.
 pub const MAX_DESCRIPTION_LEN: usize = 500;
+/// Active endpoints a tenant may have unless configured otherwise
+/// (`IRONCLAD_WEBHOOK_MAX_ENDPOINTS`): each one multiplies every notification into a delivery,
+/// and each takes its own share of the deliverers' slots.
+pub const DEFAULT_MAX_ENDPOINTS: u32 = 20;
 /// How much of a receiver's answer is kept as evidence, in bytes.
 pub const RESPONSE_EXCERPT_BYTES: usize = 4096;
 
@@ -384,9 +388,40 @@ pub struct DeliveryMaintenance {
     pub retired: u64,
 }
 
+/// Why an endpoint was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookCreateError {
+    /// The tenant already has `limit` active (not disabled) endpoints.
+    #[error("this tenant already has {limit} active webhook endpoints, the most allowed; disable one before adding another")]
+    TooManyEndpoints {
+        /// The cap (`IRONCLAD_WEBHOOK_MAX_ENDPOINTS`).
+        limit: u32,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for WebhookCreateError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+/// Holds the tenant's row until commit, so that two creations for one tenant count its
+/// endpoints one after the other. Taken in its own statement: the count must be read after
+/// the lock is granted (a READ COMMITTED statement that waited for a lock still counts from
+/// the snapshot it started with). NO KEY UPDATE does not block the KEY SHARE locks that rows
+/// referencing the tenant take.
+const TENANT_LOCK_FOR_ENDPOINTS: &str = "SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE";
+
+/// Inserts the endpoint only while the tenant has fewer than $7 active endpoints (disabled
+/// ones receive nothing and do not count); no row means the cap is reached.
 const WEBHOOK_CREATE: &str = r#"
 INSERT INTO webhook_endpoints (id, tenant_id, url, description, secret, created_by)
-VALUES ($1, $2, $3, $4, $5, $6)
+SELECT $1, $2, $3, $4, $5, $6
+WHERE (SELECT count(*) FROM webhook_endpoints
+       WHERE tenant_id = $2 AND disabled_at IS NULL) < $7
 RETURNING id, url, description, created_by, created_at, disabled_at
 "#;
 
@@ -612,17 +647,20 @@ type ClaimRow = (
 );
 
 impl Store {
-    /// Creates an endpoint for `tenant` and returns it with its secret (shown once). Audited
-    /// as WEBHOOK_CREATED by `actor`, in the same transaction.
+    /// Creates an endpoint for `tenant` and returns it with its secret (shown once), unless
+    /// the tenant already has `max_endpoints` active ones. Audited as WEBHOOK_CREATED by
+    /// `actor`, in the same transaction.
     pub async fn webhook_create(
         &self,
         tenant: TenantId,
         url: &WebhookUrl,
         description: Option<&str>,
         actor: &str,
-    ) -> StoreResult<CreatedWebhook> {
+        max_endpoints: u32,
+    ) -> Result<CreatedWebhook, WebhookCreateError> {
         let mut tx = self.pool().begin().await?;
-        let created = webhook_create_in(&mut tx, tenant, url, description, actor).await?;
+        let created =
+            webhook_create_in(&mut tx, tenant, url, description, actor, max_endpoints).await?;
         tx.commit().await?;
         Ok(created)
     }
@@ -947,18 +985,29 @@ pub(crate) async fn webhook_create_in(
     url: &WebhookUrl,
     description: Option<&str>,
     actor: &str,
-) -> StoreResult<CreatedWebhook> {
+    max_endpoints: u32,
+) -> Result<CreatedWebhook, WebhookCreateError> {
     let secret = new_secret();
     let description = description.map(|d| storable(d).into_owned());
-    let endpoint: WebhookEndpoint = sqlx::query_as(WEBHOOK_CREATE)
+    sqlx::query(TENANT_LOCK_FOR_ENDPOINTS)
+        .bind(tenant.0)
+        .execute(&mut **tx)
+        .await?;
+    let endpoint: Option<WebhookEndpoint> = sqlx::query_as(WEBHOOK_CREATE)
         .bind(Uuid::now_v7())
         .bind(tenant.0)
         .bind(url.as_str())
         .bind(description.as_deref())
         .bind(&secret)
         .bind(storable(actor).as_ref())
-        .fetch_one(&mut **tx)
+        .bind(i64::from(max_endpoints))
+        .fetch_optional(&mut **tx)
         .await?;
+    let Some(endpoint) = endpoint else {
+        return Err(WebhookCreateError::TooManyEndpoints {
+            limit: max_endpoints,
+        });
+    };
     audit_trail::record(
         tx,
         tenant.0,

@@ -9,7 +9,10 @@ use chrono::Utc;
 use ironclad_core::notification::NotificationType;
 use ironclad_core::TenantId;
 use ironclad_store::notifications::NewNotification;
-use ironclad_store::webhooks::{AttemptOutcome, AttemptRecord, RequeueOutcome, WebhookUrl};
+use ironclad_store::webhooks::{
+    AttemptOutcome, AttemptRecord, RequeueOutcome, WebhookCreateError, WebhookUrl,
+    DEFAULT_MAX_ENDPOINTS,
+};
 use ironclad_store::{Store, Transition};
 use ironclad_testkit::TestDb;
 use std::time::Duration;
@@ -34,6 +37,7 @@ async fn endpoint(store: &Store, tenant: TenantId) -> anyhow::Result<Uuid> {
             &WebhookUrl::parse("http://127.0.0.1:9/hook", true)?,
             Some("test"),
             "api_key:admin",
+            DEFAULT_MAX_ENDPOINTS,
         )
         .await?
         .endpoint
@@ -345,6 +349,7 @@ async fn endpoints_are_audited_and_scoped_to_their_tenant() -> anyhow::Result<()
             &WebhookUrl::parse("https://example.com/hooks/ironclad", false)?,
             Some("ops"),
             "api_key:admin",
+            DEFAULT_MAX_ENDPOINTS,
         )
         .await?;
     assert!(created.secret.starts_with("whsec_"));
@@ -419,6 +424,88 @@ async fn endpoints_are_audited_and_scoped_to_their_tenant() -> anyhow::Result<()
             ("WEBHOOK_CREATED".to_owned(), "api_key:admin".to_owned()),
             ("WEBHOOK_DISABLED".to_owned(), "api_key:admin".to_owned()),
         ]
+    );
+    db.drop_database().await;
+    Ok(())
+}
+
+/// Issue 26 item 8: a tenant has at most `max_endpoints` active endpoints. One more is refused
+/// with a typed error and nothing is written; a disabled endpoint frees its place; two
+/// creations racing for the last place make exactly one endpoint. Breaks: a count read before
+/// the insert in another statement without the tenant's lock (both racers see room).
+#[tokio::test]
+async fn the_endpoint_cap_holds_under_concurrent_creation() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    let url = WebhookUrl::parse("https://example.com/hook", false)?;
+    const CAP: u32 = 3;
+    let mut ids = Vec::new();
+    for _ in 0..CAP {
+        ids.push(
+            store
+                .webhook_create(tenant, &url, None, "api_key:admin", CAP)
+                .await?
+                .endpoint
+                .id,
+        );
+    }
+    let refused = store
+        .webhook_create(tenant, &url, None, "api_key:admin", CAP)
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(WebhookCreateError::TooManyEndpoints { limit: CAP })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(store.webhook_list(tenant).await?.len(), CAP as usize);
+    // Another tenant has its own places.
+    let other = store.create_tenant("b").await?;
+    store
+        .webhook_create(other, &url, None, "api_key:admin", CAP)
+        .await?;
+    // A disabled endpoint receives nothing and does not count.
+    store
+        .webhook_disable(tenant, ids[0], "api_key:admin")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not found"))?;
+
+    // Two creations for the one free place, many times over.
+    for round in 0..10 {
+        let (a, b) = tokio::join!(
+            store.webhook_create(tenant, &url, None, "api_key:admin", CAP),
+            store.webhook_create(tenant, &url, None, "api_key:admin", CAP),
+        );
+        let made: Vec<_> = [a, b].into_iter().filter_map(Result::ok).collect();
+        assert_eq!(
+            made.len(),
+            1,
+            "round {round}: exactly one of two racers gets the place"
+        );
+        let active = store
+            .webhook_list(tenant)
+            .await?
+            .into_iter()
+            .filter(|e| e.disabled_at.is_none())
+            .count();
+        assert_eq!(active, CAP as usize, "round {round}");
+        store
+            .webhook_disable(tenant, made[0].endpoint.id, "api_key:admin")
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("not found"))?;
+    }
+    let created: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = 'WEBHOOK_CREATED'",
+    )
+    .bind(tenant.0)
+    .fetch_one(store.pool())
+    .await?;
+    assert_eq!(
+        created,
+        i64::from(CAP) + 10,
+        "a refused creation is not audited"
     );
     db.drop_database().await;
     Ok(())
