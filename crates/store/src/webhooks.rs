@@ -388,6 +388,16 @@ pub struct DeliveryMaintenance {
     pub retired: u64,
 }
 
+/// How many deliveries may be in flight (DELIVERING under a live lock, all deliverers
+/// together) per endpoint and per tenant: what one slow or silent receiver can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlightShare {
+    /// Most in flight to one endpoint. At least 1.
+    pub per_endpoint: u32,
+    /// Most in flight to one tenant's endpoints together. At least 1.
+    pub per_tenant: u32,
+}
+
 /// Why an endpoint was not created.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookCreateError {
@@ -453,24 +463,67 @@ WHERE e.id = d.endpoint_id AND e.disabled_at IS NOT NULL AND d.status = 'PENDING
   AND ($1::uuid IS NULL OR d.endpoint_id = $1)
 "#;
 
-/// Claims due deliveries. $1 batch size, $2 lock token, $3 lock seconds, $4 attempts per
-/// budget (the claiming deliverer's setting governs, and at least this attempt is allowed).
-/// Relies on `webhook_deliveries_due` (partial index on PENDING). SKIP LOCKED lets deliverers
-/// take disjoint batches; the status is re-checked on the locked row, so two deliverers never
-/// hold the same delivery.
+/// Claims due deliveries fairly. $1 most to claim, $2 lock token, $3 lock seconds, $4 attempts
+/// per budget (the claiming deliverer's setting governs, and at least this attempt is
+/// allowed), $5 most in flight per endpoint, $6 most in flight per tenant.
+///
+/// In flight means DELIVERING under a live lock, whoever holds it. An endpoint or tenant at
+/// its share is skipped, so a receiver that never answers holds at most $5 (its tenant at most
+/// $6) of the deliverers' slots. The rest is taken in rounds: each tenant's oldest first, then
+/// each tenant's second, and within a tenant one per endpoint per round — never the 16 oldest
+/// of whoever has the longest backlog.
+///
+/// Relies on `webhook_deliveries_due_by_endpoint` (one short index range per endpoint) and
+/// `webhook_deliveries_locked` (the in-flight counts read only DELIVERING rows). SKIP LOCKED
+/// sits inside the per-endpoint pick so that two deliverers claiming at once take disjoint
+/// rows rather than the same ones; the status is re-checked on the locked row, so two
+/// deliverers never hold the same delivery. Neither sees the other's uncommitted claim, so
+/// two claims at the same instant may together exceed a share once; the next claim sees both.
 const DELIVERY_CLAIM: &str = r#"
-WITH due AS (
-    SELECT d.id FROM webhook_deliveries d
-    JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.disabled_at IS NULL
-    WHERE d.status = 'PENDING' AND d.next_attempt_at <= now()
-    ORDER BY d.next_attempt_at
+WITH in_flight AS (
+    SELECT endpoint_id, tenant_id FROM webhook_deliveries
+    WHERE status = 'DELIVERING' AND locked_until > now()
+), tenant_free AS (
+    SELECT e.tenant_id, $6 - count(f.tenant_id) AS free
+    FROM (SELECT DISTINCT tenant_id FROM webhook_endpoints WHERE disabled_at IS NULL) e
+    LEFT JOIN in_flight f ON f.tenant_id = e.tenant_id
+    GROUP BY e.tenant_id
+), endpoint_free AS (
+    SELECT e.id, e.tenant_id, least($5 - count(f.endpoint_id), t.free) AS free
+    FROM webhook_endpoints e
+    JOIN tenant_free t ON t.tenant_id = e.tenant_id AND t.free > 0
+    LEFT JOIN in_flight f ON f.endpoint_id = e.id
+    WHERE e.disabled_at IS NULL
+    GROUP BY e.id, e.tenant_id, t.free
+    HAVING least($5 - count(f.endpoint_id), t.free) > 0
+), candidates AS (
+    SELECT c.id, c.next_attempt_at, s.id AS endpoint_id, s.tenant_id
+    FROM endpoint_free s
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.endpoint_id = s.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT s.free
+        FOR UPDATE SKIP LOCKED
+    ) c
+), by_endpoint AS (
+    SELECT id, next_attempt_at, tenant_id,
+           row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
+    FROM candidates
+), by_tenant AS (
+    SELECT b.id, b.next_attempt_at, t.free,
+           row_number() OVER (PARTITION BY b.tenant_id ORDER BY b.turn, b.next_attempt_at, b.id)
+               AS round
+    FROM by_endpoint b JOIN tenant_free t ON t.tenant_id = b.tenant_id
+), picked AS (
+    SELECT id FROM by_tenant WHERE round <= free
+    ORDER BY round, next_attempt_at, id
     LIMIT $1
-    FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d SET status = 'DELIVERING', lock_token = $2, locked_at = now(),
         locked_until = now() + make_interval(secs => $3), attempts = d.attempts + 1,
         max_attempts = greatest(d.budget_start + $4, d.attempts + 1)
-    FROM due WHERE d.id = due.id AND d.status = 'PENDING'
+    FROM picked WHERE d.id = picked.id AND d.status = 'PENDING'
     RETURNING d.id, d.notification_id, d.endpoint_id, d.attempts, d.budget_start, d.max_attempts
 )
 SELECT c.id, c.attempts, c.budget_start, c.max_attempts, e.url, e.secret,
@@ -870,13 +923,16 @@ impl Store {
         Ok(())
     }
 
-    /// Claims up to `limit` due deliveries for `lock` under one fresh token. `max_attempts`
-    /// is the attempts allowed per budget.
+    /// Claims up to `limit` due deliveries for `lock` under one fresh token, fairly: no
+    /// endpoint or tenant beyond its `share` of deliveries in flight, and the rest taken one per
+    /// tenant and endpoint per round (see `DELIVERY_CLAIM`). `max_attempts` is the attempts
+    /// allowed per budget.
     pub async fn webhook_claim_due(
         &self,
         limit: i64,
         lock: Duration,
         max_attempts: i32,
+        share: InFlightShare,
     ) -> StoreResult<Vec<ClaimedDelivery>> {
         let token = Uuid::new_v4();
         let rows: Vec<ClaimRow> = sqlx::query_as(DELIVERY_CLAIM)
@@ -884,6 +940,8 @@ impl Store {
             .bind(token)
             .bind(secs(lock))
             .bind(max_attempts.max(1))
+            .bind(i64::from(share.per_endpoint.max(1)))
+            .bind(i64::from(share.per_tenant.max(1)))
             .fetch_all(self.pool())
             .await?;
         rows.into_iter()
