@@ -277,6 +277,10 @@ pub struct RoleSettings {
     /// the deliverer connects.
     #[arg(long, env = "IRONCLAD_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub webhook_allow_private: bool,
+    /// Active webhook endpoints one tenant may have; creating one more is refused (409
+    /// `too_many_webhooks`).
+    #[arg(long, env = "IRONCLAD_WEBHOOK_MAX_ENDPOINTS", default_value_t = ironclad_store::webhooks::DEFAULT_MAX_ENDPOINTS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_endpoints: u32,
     /// A desk session unused this long ends.
     #[arg(long, env = "IRONCLAD_SESSION_IDLE", default_value = "2h", value_parser = parse_duration)]
     pub session_idle: Duration,

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use ironclad_blobs::BlobError;
 use ironclad_core::faults::InjectedFault;
+use ironclad_store::webhooks::WebhookCreateError;
 use ironclad_store::StoreError;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -174,6 +175,25 @@ impl From<Arc<StoreError>> for ApiError {
             Self::Unavailable(err)
         } else {
             Self::Internal(err.to_string())
+        }
+    }
+}
+
+impl From<WebhookCreateError> for ApiError {
+    /// The endpoint cap is the tenant's own state: 409 `too_many_webhooks` with the limit,
+    /// answered alike by the API and the desk.
+    fn from(err: WebhookCreateError) -> Self {
+        match err {
+            WebhookCreateError::TooManyEndpoints { limit } => Self::client(
+                StatusCode::CONFLICT,
+                "too_many_webhooks",
+                format!(
+                    "this tenant already has {limit} active webhook endpoints, the most allowed; \
+                     disable one (DELETE /v1/webhooks/{{id}}) before adding another"
+                ),
+            )
+            .with_details(json!({"limit": limit})),
+            WebhookCreateError::Store(e) => e.into(),
         }
     }
 }

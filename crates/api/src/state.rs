@@ -169,6 +169,11 @@ pub struct ApiConfig {
     /// deliverer at our own network. Set (`IRONCLAD_WEBHOOK_ALLOW_PRIVATE`) for on-premise
     /// receivers; the deliverer has the same setting for the addresses it connects to.
     pub webhook_allow_private: bool,
+    /// Active (not disabled) webhook endpoints one tenant may have. Default 20
+    /// (`IRONCLAD_WEBHOOK_MAX_ENDPOINTS`); one more is refused 409 `too_many_webhooks`. Each
+    /// endpoint multiplies every notification into a delivery and takes its own share of the
+    /// deliverers' slots, so the cap bounds what one tenant can ask of them.
+    pub webhook_max_endpoints: u32,
     /// The operator's desk.
     pub desk: DeskConfig,
     /// How long a reviewer's claim on a case's review lasts unless renewed. Default 15 min:
@@ -208,6 +213,7 @@ impl Default for ApiConfig {
             metrics_on_api_listener: true,
             default_workflow: None,
             webhook_allow_private: false,
+            webhook_max_endpoints: ironclad_store::webhooks::DEFAULT_MAX_ENDPOINTS,
             desk: DeskConfig::default(),
             review_claim: Duration::from_secs(15 * 60),
         }
@@ -237,6 +243,7 @@ impl std::fmt::Debug for ApiConfig {
             .field("metrics_on_api_listener", &self.metrics_on_api_listener)
             .field("default_workflow", &self.default_workflow)
             .field("webhook_allow_private", &self.webhook_allow_private)
+            .field("webhook_max_endpoints", &self.webhook_max_endpoints)
             .field("desk", &self.desk)
             .field("review_claim", &self.review_claim)
             .finish()

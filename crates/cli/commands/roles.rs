@@ -180,6 +180,7 @@ pub async fn run(c: &Connections, s: &RoleSettings, roles: Roles) -> anyhow::Res
             metrics_on_api_listener: s.metrics_listen.is_none(),
             default_workflow,
             webhook_allow_private: s.webhook_allow_private,
+            webhook_max_endpoints: s.webhook_max_endpoints,
             review_claim: s.review_claim,
             desk: DeskConfig {
                 sessions: SessionPolicy {

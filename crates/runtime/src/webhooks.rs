@@ -1,9 +1,13 @@
 //! The webhook deliverer: POSTs each due delivery to its endpoint, signed, and records what the
 //! receiver said.
 //!
-//! A batch is claimed under one lock token (SKIP LOCKED, so deliverers never share a delivery),
-//! sent concurrently, and each attempt is written with the delivery's next state in one
-//! statement guarded by that token. Delivery is at-least-once: a deliverer that dies after the
+//! Deliveries are claimed under a lock token (SKIP LOCKED, so deliverers never share a
+//! delivery) and each is sent as its own task: up to [`DeliveryConfig::concurrency`] in flight,
+//! and a freed slot is claimed again at once, so no delivery waits for a slower one. The claim
+//! is fair: an endpoint, and a tenant, hold at most their share of deliveries in flight, and
+//! the rest is taken one per tenant and endpoint per round — a receiver that never answers
+//! costs its own deliveries a timeout each, and nobody else's. Each attempt is written with
+//! the delivery's next state in one statement guarded by that token. Delivery is at-least-once: a deliverer that dies after the
 //! receiver answered but before the record leaves the row DELIVERING until its lock expires;
 //! maintenance then returns it to PENDING and it is sent again **with the same
 //! `Ironclad-Delivery-Id`**, which is how receivers drop the duplicate.
@@ -13,7 +17,7 @@ use hmac::{Hmac, Mac};
 use ironclad_core::RetryPolicy;
 use ironclad_store::webhooks::{
     non_public_range, AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryMaintenance,
-    RESPONSE_EXCERPT_BYTES,
+    InFlightShare, RESPONSE_EXCERPT_BYTES,
 };
 use ironclad_store::{Store, StoreError};
 use rand::Rng;
@@ -21,10 +25,10 @@ use sha2::Sha256;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::metric_names as m;
-use crate::pause;
 
 /// `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
 pub const SIGNATURE_HEADER: &str = "Ironclad-Signature";
@@ -58,8 +62,19 @@ pub struct DeliveryConfig {
     /// receiver drops by id, but a waste). A dead deliverer's deliveries wait at most this
     /// plus one maintenance pass, which is why it is not an hour. Default 2 × timeout + 10 s.
     pub lock: Duration,
-    /// Deliveries claimed (and sent concurrently) per tick. Default 16.
-    pub batch: i64,
+    /// Most deliveries this deliverer has in flight at once (each its own task); a freed
+    /// slot is claimed again without waiting for the others. Default 64.
+    pub concurrency: usize,
+    /// Most deliveries in flight to one endpoint, all deliverers together. Default 4.
+    ///
+    /// What a receiver that accepts and never answers can hold: this many slots for a
+    /// timeout each. Also caps the throughput one endpoint gets (this many attempts per round
+    /// trip), which is why it is not 1.
+    pub per_endpoint: u32,
+    /// Most deliveries in flight to one tenant's endpoints together, all deliverers
+    /// together. Default 8: a tenant whose endpoints all stall holds at most this many of a
+    /// deliverer's 64 slots, so it takes eight such tenants to fill one.
+    pub per_tenant: u32,
     /// Pause between ticks when nothing was due. Default 1 s.
     pub poll: Duration,
     /// How often expired locks are released and disabled endpoints' rows retired. Default 5 s.
@@ -88,7 +103,9 @@ impl Default for DeliveryConfig {
                 jitter: 0.2,
             },
             lock: timeout * 2 + Duration::from_secs(10),
-            batch: 16,
+            concurrency: 64,
+            per_endpoint: 4,
+            per_tenant: 8,
             poll: Duration::from_secs(1),
             maintain_every: Duration::from_secs(5),
             allow_private: false,
@@ -111,8 +128,14 @@ impl DeliveryConfig {
         if self.max_attempts < 1 {
             return Err("webhook max attempts must be at least 1".into());
         }
-        if self.batch < 1 {
-            return Err("webhook batch must be at least 1".into());
+        if self.concurrency < 1 {
+            return Err("webhook concurrency must be at least 1".into());
+        }
+        if self.per_endpoint < 1 || self.per_tenant < self.per_endpoint {
+            return Err(format!(
+                "webhook shares must be at least 1 per endpoint ({}) and no less per tenant ({})",
+                self.per_endpoint, self.per_tenant
+            ));
         }
         self.retry.validate()
     }
@@ -145,6 +168,18 @@ pub struct DeliveryReport {
     /// Attempts whose record could not be written (PostgreSQL unreachable); lock expiry will
     /// send them again.
     pub unrecorded: usize,
+}
+
+impl DeliveryReport {
+    fn count(&mut self, outcome: Result<AttemptOutcome, StoreError>) {
+        match outcome {
+            Ok(AttemptOutcome::Delivered) => self.delivered += 1,
+            Ok(AttemptOutcome::RetryAt(_)) => self.retrying += 1,
+            Ok(AttemptOutcome::Dead) => self.dead += 1,
+            Ok(AttemptOutcome::Stale) => self.stale += 1,
+            Err(_) => self.unrecorded += 1,
+        }
+    }
 }
 
 /// One deliverer. Several may run against the same database.
@@ -294,29 +329,38 @@ impl Deliverer {
         &self.config
     }
 
-    /// Claims one batch of due deliveries, sends them concurrently and records each attempt.
-    pub async fn tick(&self) -> Result<DeliveryReport, StoreError> {
-        let batch = self
-            .store
+    /// The fair share the claim keeps to.
+    fn share(&self) -> InFlightShare {
+        InFlightShare {
+            per_endpoint: self.config.per_endpoint,
+            per_tenant: self.config.per_tenant,
+        }
+    }
+
+    /// Claims up to `slots` due deliveries, fairly.
+    async fn claim(&self, slots: usize) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        self.store
             .webhook_claim_due(
-                self.config.batch,
+                i64::try_from(slots).unwrap_or(i64::MAX),
                 self.config.lock,
                 self.config.max_attempts,
+                self.share(),
             )
-            .await?;
+            .await
+    }
+
+    /// One round by hand (tests, tools): claims up to `concurrency` due deliveries, sends them
+    /// concurrently and waits for every attempt to be recorded. [`Deliverer::run`] does not
+    /// wait for a round: it claims again as each delivery finishes.
+    pub async fn tick(&self) -> Result<DeliveryReport, StoreError> {
+        let batch = self.claim(self.config.concurrency).await?;
         let mut report = DeliveryReport {
             claimed: batch.len(),
             ..DeliveryReport::default()
         };
         let outcomes = futures::future::join_all(batch.iter().map(|d| self.deliver(d))).await;
         for outcome in outcomes {
-            match outcome {
-                Ok(AttemptOutcome::Delivered) => report.delivered += 1,
-                Ok(AttemptOutcome::RetryAt(_)) => report.retrying += 1,
-                Ok(AttemptOutcome::Dead) => report.dead += 1,
-                Ok(AttemptOutcome::Stale) => report.stale += 1,
-                Err(_) => report.unrecorded += 1,
-            }
+            report.count(outcome);
         }
         Ok(report)
     }
@@ -453,38 +497,93 @@ impl Deliverer {
         Ok(done)
     }
 
-    /// Runs until `shutdown`: ticks back to back while a backlog remains, polls when idle,
-    /// backs off on errors. An attempt in flight at shutdown is finished and recorded (it is
-    /// bounded by the timeout).
+    /// Runs until `shutdown`. Each claimed delivery is its own task, at most `concurrency` at
+    /// once; whenever one finishes its slot is claimed again, so a delivery never waits for
+    /// another (a batch joined as a whole would wait for its slowest: a receiver that never
+    /// answers held every tenant's deliveries to one batch per timeout). Polls when nothing
+    /// is due, backs off on errors. Attempts in flight at shutdown are finished and recorded
+    /// (each is bounded by the timeout).
     pub async fn run(self, shutdown: CancellationToken) {
-        let maintain_every = self.config.maintain_every;
+        // Shared by the delivery tasks.
+        let this = Arc::new(self);
+        let maintain_every = this.config.maintain_every;
         let mut last_maintain: Option<Instant> = None;
         let mut failures: u32 = 0;
+        let mut in_flight: JoinSet<()> = JoinSet::new();
+        // When the next claim may run: now while slots fill, later after an empty claim or
+        // an error (a finished delivery brings an idle wait forward, not an error's backoff).
+        let mut claim_at = Instant::now();
+        let mut backing_off = false;
         while !shutdown.is_cancelled() {
             if last_maintain.is_none_or(|at| at.elapsed() >= maintain_every) {
-                if let Err(err) = self.maintain().await {
+                if let Err(err) = this.maintain().await {
                     tracing::warn!(error = %err, "webhook maintenance failed");
                 }
                 last_maintain = Some(Instant::now());
             }
-            let wait = match self.tick().await {
-                Ok(r) => {
-                    failures = 0;
-                    if r.claimed as i64 >= self.config.batch {
-                        Duration::ZERO
-                    } else {
-                        self.config.poll
+            let free = this.config.concurrency.saturating_sub(in_flight.len());
+            if free > 0 && Instant::now() >= claim_at {
+                match this.claim(free).await {
+                    Ok(claimed) => {
+                        failures = 0;
+                        backing_off = false;
+                        // Fewer than asked: nothing more is due (or every endpoint with work
+                        // is at its share) until a slot frees or the poll comes round.
+                        claim_at = if claimed.len() < free {
+                            Instant::now() + this.config.poll
+                        } else {
+                            Instant::now()
+                        };
+                        for delivery in claimed {
+                            let me = Arc::clone(&this);
+                            in_flight.spawn(async move {
+                                let _ = me.deliver(&delivery).await;
+                            });
+                        }
+                    }
+                    Err(err) => {
+                        failures = failures.saturating_add(1);
+                        backing_off = true;
+                        tracing::warn!(error = %err, "webhook deliverer claim failed");
+                        claim_at = Instant::now() + crate::retry_backoff(failures);
                     }
                 }
-                Err(err) => {
-                    failures = failures.saturating_add(1);
-                    tracing::warn!(error = %err, "webhook deliverer tick failed");
-                    crate::retry_backoff(failures)
-                }
-            };
-            if !wait.is_zero() && pause(&shutdown, wait).await {
-                break;
+                continue;
             }
+            let until = if free > 0 {
+                claim_at
+            } else {
+                Instant::now() + this.config.poll
+            };
+            let next_maintain = last_maintain.map_or(until, |at| at + maintain_every);
+            let wake = until.min(next_maintain);
+            tokio::select! {
+                Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
+                    note_panic(done);
+                    while let Some(done) = in_flight.try_join_next() {
+                        note_panic(done);
+                    }
+                    // A slot (and perhaps an endpoint's share) is free: claim now.
+                    if !backing_off {
+                        claim_at = Instant::now();
+                    }
+                }
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+                () = shutdown.cancelled() => break,
+            }
+        }
+        while let Some(done) = in_flight.join_next().await {
+            note_panic(done);
+        }
+    }
+}
+
+/// A delivery task that panicked: its row stays DELIVERING until its lock expires and
+/// maintenance sends it again; say so.
+fn note_panic(done: Result<(), tokio::task::JoinError>) {
+    if let Err(err) = done {
+        if err.is_panic() {
+            tracing::error!(error = %err, "a webhook delivery task panicked; the delivery is retried once its lock expires");
         }
     }
 }
@@ -559,6 +658,14 @@ mod tests {
             ..DeliveryConfig::default()
         };
         assert!(bad.validate().is_err());
+        for (per_endpoint, per_tenant) in [(0, 8), (4, 3)] {
+            let bad = DeliveryConfig {
+                per_endpoint,
+                per_tenant,
+                ..DeliveryConfig::default()
+            };
+            assert!(bad.validate().is_err(), "{per_endpoint} {per_tenant}");
+        }
     }
 
     #[test]

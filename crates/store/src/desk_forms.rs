@@ -10,7 +10,7 @@
 
 use crate::tenants::{create_api_key_on, NewApiKey};
 use crate::users::{add_user_on, NewUser, UserError, UserInfo};
-use crate::webhooks::{webhook_create_in, CreatedWebhook, WebhookUrl};
+use crate::webhooks::{webhook_create_in, CreatedWebhook, WebhookCreateError, WebhookUrl};
 use crate::{Store, StoreError};
 use ironclad_core::role::Role;
 use ironclad_core::TenantId;
@@ -85,6 +85,12 @@ pub enum FormError {
     /// A user with this address exists.
     #[error("a user with this email address already exists")]
     EmailTaken,
+    /// The tenant already has the most active webhook endpoints allowed.
+    #[error("this tenant already has {limit} active webhook endpoints, the most allowed; disable one before adding another")]
+    TooManyWebhooks {
+        /// The cap.
+        limit: u32,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -224,21 +230,30 @@ impl Store {
         settle(tx, key, FormAction::User, outcome, seal(password)).await
     }
 
-    /// Registers a webhook endpoint once per form; `seal` seals its signing secret.
+    /// Registers a webhook endpoint once per form, unless the tenant already has
+    /// `max_endpoints` active ones; `seal` seals its signing secret.
     pub async fn desk_form_webhook(
         &self,
         key: &FormKey,
         url: &WebhookUrl,
         description: Option<&str>,
         actor: &str,
+        max_endpoints: u32,
         seal: impl FnOnce(&str) -> Vec<u8>,
     ) -> Result<FormDone, FormError> {
         let mut tx = self.pool().begin().await?;
         if let Some(earlier) = claim(&mut tx, key, FormAction::Webhook).await? {
             return Ok(earlier);
         }
-        let CreatedWebhook { endpoint, secret } =
-            webhook_create_in(&mut tx, key.tenant, url, description, actor).await?;
+        let created =
+            webhook_create_in(&mut tx, key.tenant, url, description, actor, max_endpoints).await;
+        let CreatedWebhook { endpoint, secret } = match created {
+            Ok(created) => created,
+            Err(WebhookCreateError::TooManyEndpoints { limit }) => {
+                return Err(FormError::TooManyWebhooks { limit })
+            }
+            Err(WebhookCreateError::Store(e)) => return Err(e.into()),
+        };
         let outcome = json!({"endpoint_id": endpoint.id, "url": endpoint.url});
         settle(tx, key, FormAction::Webhook, outcome, seal(&secret)).await
     }

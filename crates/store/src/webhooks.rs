@@ -30,6 +30,10 @@ use uuid::Uuid;
 pub const MAX_URL_LEN: usize = 2000;
 /// Longest description of an endpoint.
 pub const MAX_DESCRIPTION_LEN: usize = 500;
+/// Active endpoints a tenant may have unless configured otherwise
+/// (`IRONCLAD_WEBHOOK_MAX_ENDPOINTS`): each one multiplies every notification into a delivery,
+/// and each takes its own share of the deliverers' slots.
+pub const DEFAULT_MAX_ENDPOINTS: u32 = 20;
 /// How much of a receiver's answer is kept as evidence, in bytes.
 pub const RESPONSE_EXCERPT_BYTES: usize = 4096;
 
@@ -69,7 +73,8 @@ pub enum WebhookUrlError {
 /// public addresses (unless `IRONCLAD_WEBHOOK_ALLOW_PRIVATE` is set): these are refused both
 /// when an endpoint is created (IP literals) and when the deliverer connects (every resolved
 /// address). An IPv4-mapped, IPv4-compatible or NAT64 (`64:ff9b::/96`) IPv6 address is judged
-/// by the IPv4 address it carries.
+/// by the IPv4 address it carries; tunnels that carry one elsewhere (6to4, Teredo, local-use
+/// NAT64) are refused whole.
 pub fn non_public_range(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => non_public_v4(v4),
@@ -90,6 +95,12 @@ fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("link-local")
     } else if a == 100 && (64..128).contains(&b) {
         Some("shared address space (CGNAT)")
+    } else if a == 198 && (18..20).contains(&b) {
+        // 198.18.0.0/15, for benchmarking networks: never routed, sometimes inside a lab.
+        Some("benchmarking")
+    } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
+        // 192.0.0.0/24, IETF protocol assignments (NAT64/DS-Lite gateway addresses).
+        Some("reserved")
     } else if ip.is_multicast() {
         Some("multicast")
     } else if ip.is_broadcast() {
@@ -113,6 +124,17 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
         // IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) carry an IPv4 address.
         let [.., a, b, c, d] = ip.octets();
         non_public_v4(Ipv4Addr::new(a, b, c, d))
+    } else if segments[..3] == [0x64, 0xff9b, 1] {
+        // 64:ff9b:1::/48, local-use NAT64: translated by our own network's gateway, and the
+        // IPv4 address may sit anywhere in it, so the whole range is refused.
+        Some("local NAT64")
+    } else if segments[0] == 0x2002 {
+        // 6to4 (2002::/16) embeds an IPv4 address a relay would reach; refused whole rather
+        // than judged by it (6to4 is deprecated, RFC 7526).
+        Some("6to4 tunnel")
+    } else if segments[..2] == [0x2001, 0] {
+        // Teredo (2001::/32) tunnels to an IPv4 server and client; refused whole.
+        Some("Teredo tunnel")
     } else if ip.is_multicast() {
         Some("multicast")
     } else if segments[0] & 0xfe00 == 0xfc00 {
@@ -366,9 +388,50 @@ pub struct DeliveryMaintenance {
     pub retired: u64,
 }
 
+/// How many deliveries may be in flight (DELIVERING under a live lock, all deliverers
+/// together) per endpoint and per tenant: what one slow or silent receiver can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlightShare {
+    /// Most in flight to one endpoint. At least 1.
+    pub per_endpoint: u32,
+    /// Most in flight to one tenant's endpoints together. At least 1.
+    pub per_tenant: u32,
+}
+
+/// Why an endpoint was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookCreateError {
+    /// The tenant already has `limit` active (not disabled) endpoints.
+    #[error("this tenant already has {limit} active webhook endpoints, the most allowed; disable one before adding another")]
+    TooManyEndpoints {
+        /// The cap (`IRONCLAD_WEBHOOK_MAX_ENDPOINTS`).
+        limit: u32,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for WebhookCreateError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+/// Holds the tenant's row until commit, so that two creations for one tenant count its
+/// endpoints one after the other. Taken in its own statement: the count must be read after
+/// the lock is granted (a READ COMMITTED statement that waited for a lock still counts from
+/// the snapshot it started with). NO KEY UPDATE does not block the KEY SHARE locks that rows
+/// referencing the tenant take.
+const TENANT_LOCK_FOR_ENDPOINTS: &str = "SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE";
+
+/// Inserts the endpoint only while the tenant has fewer than $7 active endpoints (disabled
+/// ones receive nothing and do not count); no row means the cap is reached.
 const WEBHOOK_CREATE: &str = r#"
 INSERT INTO webhook_endpoints (id, tenant_id, url, description, secret, created_by)
-VALUES ($1, $2, $3, $4, $5, $6)
+SELECT $1, $2, $3, $4, $5, $6
+WHERE (SELECT count(*) FROM webhook_endpoints
+       WHERE tenant_id = $2 AND disabled_at IS NULL) < $7
 RETURNING id, url, description, created_by, created_at, disabled_at
 "#;
 
@@ -400,24 +463,67 @@ WHERE e.id = d.endpoint_id AND e.disabled_at IS NOT NULL AND d.status = 'PENDING
   AND ($1::uuid IS NULL OR d.endpoint_id = $1)
 "#;
 
-/// Claims due deliveries. $1 batch size, $2 lock token, $3 lock seconds, $4 attempts per
-/// budget (the claiming deliverer's setting governs, and at least this attempt is allowed).
-/// Relies on `webhook_deliveries_due` (partial index on PENDING). SKIP LOCKED lets deliverers
-/// take disjoint batches; the status is re-checked on the locked row, so two deliverers never
-/// hold the same delivery.
+/// Claims due deliveries fairly. $1 most to claim, $2 lock token, $3 lock seconds, $4 attempts
+/// per budget (the claiming deliverer's setting governs, and at least this attempt is
+/// allowed), $5 most in flight per endpoint, $6 most in flight per tenant.
+///
+/// In flight means DELIVERING under a live lock, whoever holds it. An endpoint or tenant at
+/// its share is skipped, so a receiver that never answers holds at most $5 (its tenant at most
+/// $6) of the deliverers' slots. The rest is taken in rounds: each tenant's oldest first, then
+/// each tenant's second, and within a tenant one per endpoint per round — never the 16 oldest
+/// of whoever has the longest backlog.
+///
+/// Relies on `webhook_deliveries_due_by_endpoint` (one short index range per endpoint) and
+/// `webhook_deliveries_locked` (the in-flight counts read only DELIVERING rows). SKIP LOCKED
+/// sits inside the per-endpoint pick so that two deliverers claiming at once take disjoint
+/// rows rather than the same ones; the status is re-checked on the locked row, so two
+/// deliverers never hold the same delivery. Neither sees the other's uncommitted claim, so
+/// two claims at the same instant may together exceed a share once; the next claim sees both.
 const DELIVERY_CLAIM: &str = r#"
-WITH due AS (
-    SELECT d.id FROM webhook_deliveries d
-    JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.disabled_at IS NULL
-    WHERE d.status = 'PENDING' AND d.next_attempt_at <= now()
-    ORDER BY d.next_attempt_at
+WITH in_flight AS (
+    SELECT endpoint_id, tenant_id FROM webhook_deliveries
+    WHERE status = 'DELIVERING' AND locked_until > now()
+), tenant_free AS (
+    SELECT e.tenant_id, $6 - count(f.tenant_id) AS free
+    FROM (SELECT DISTINCT tenant_id FROM webhook_endpoints WHERE disabled_at IS NULL) e
+    LEFT JOIN in_flight f ON f.tenant_id = e.tenant_id
+    GROUP BY e.tenant_id
+), endpoint_free AS (
+    SELECT e.id, e.tenant_id, least($5 - count(f.endpoint_id), t.free) AS free
+    FROM webhook_endpoints e
+    JOIN tenant_free t ON t.tenant_id = e.tenant_id AND t.free > 0
+    LEFT JOIN in_flight f ON f.endpoint_id = e.id
+    WHERE e.disabled_at IS NULL
+    GROUP BY e.id, e.tenant_id, t.free
+    HAVING least($5 - count(f.endpoint_id), t.free) > 0
+), candidates AS (
+    SELECT c.id, c.next_attempt_at, s.id AS endpoint_id, s.tenant_id
+    FROM endpoint_free s
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.endpoint_id = s.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT s.free
+        FOR UPDATE SKIP LOCKED
+    ) c
+), by_endpoint AS (
+    SELECT id, next_attempt_at, tenant_id,
+           row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
+    FROM candidates
+), by_tenant AS (
+    SELECT b.id, b.next_attempt_at, t.free,
+           row_number() OVER (PARTITION BY b.tenant_id ORDER BY b.turn, b.next_attempt_at, b.id)
+               AS round
+    FROM by_endpoint b JOIN tenant_free t ON t.tenant_id = b.tenant_id
+), picked AS (
+    SELECT id FROM by_tenant WHERE round <= free
+    ORDER BY round, next_attempt_at, id
     LIMIT $1
-    FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d SET status = 'DELIVERING', lock_token = $2, locked_at = now(),
         locked_until = now() + make_interval(secs => $3), attempts = d.attempts + 1,
         max_attempts = greatest(d.budget_start + $4, d.attempts + 1)
-    FROM due WHERE d.id = due.id AND d.status = 'PENDING'
+    FROM picked WHERE d.id = picked.id AND d.status = 'PENDING'
     RETURNING d.id, d.notification_id, d.endpoint_id, d.attempts, d.budget_start, d.max_attempts
 )
 SELECT c.id, c.attempts, c.budget_start, c.max_attempts, e.url, e.secret,
@@ -594,17 +700,20 @@ type ClaimRow = (
 );
 
 impl Store {
-    /// Creates an endpoint for `tenant` and returns it with its secret (shown once). Audited
-    /// as WEBHOOK_CREATED by `actor`, in the same transaction.
+    /// Creates an endpoint for `tenant` and returns it with its secret (shown once), unless
+    /// the tenant already has `max_endpoints` active ones. Audited as WEBHOOK_CREATED by
+    /// `actor`, in the same transaction.
     pub async fn webhook_create(
         &self,
         tenant: TenantId,
         url: &WebhookUrl,
         description: Option<&str>,
         actor: &str,
-    ) -> StoreResult<CreatedWebhook> {
+        max_endpoints: u32,
+    ) -> Result<CreatedWebhook, WebhookCreateError> {
         let mut tx = self.pool().begin().await?;
-        let created = webhook_create_in(&mut tx, tenant, url, description, actor).await?;
+        let created =
+            webhook_create_in(&mut tx, tenant, url, description, actor, max_endpoints).await?;
         tx.commit().await?;
         Ok(created)
     }
@@ -814,13 +923,16 @@ impl Store {
         Ok(())
     }
 
-    /// Claims up to `limit` due deliveries for `lock` under one fresh token. `max_attempts`
-    /// is the attempts allowed per budget.
+    /// Claims up to `limit` due deliveries for `lock` under one fresh token, fairly: no
+    /// endpoint or tenant beyond its `share` of deliveries in flight, and the rest taken one per
+    /// tenant and endpoint per round (see `DELIVERY_CLAIM`). `max_attempts` is the attempts
+    /// allowed per budget.
     pub async fn webhook_claim_due(
         &self,
         limit: i64,
         lock: Duration,
         max_attempts: i32,
+        share: InFlightShare,
     ) -> StoreResult<Vec<ClaimedDelivery>> {
         let token = Uuid::new_v4();
         let rows: Vec<ClaimRow> = sqlx::query_as(DELIVERY_CLAIM)
@@ -828,6 +940,8 @@ impl Store {
             .bind(token)
             .bind(secs(lock))
             .bind(max_attempts.max(1))
+            .bind(i64::from(share.per_endpoint.max(1)))
+            .bind(i64::from(share.per_tenant.max(1)))
             .fetch_all(self.pool())
             .await?;
         rows.into_iter()
@@ -929,18 +1043,29 @@ pub(crate) async fn webhook_create_in(
     url: &WebhookUrl,
     description: Option<&str>,
     actor: &str,
-) -> StoreResult<CreatedWebhook> {
+    max_endpoints: u32,
+) -> Result<CreatedWebhook, WebhookCreateError> {
     let secret = new_secret();
     let description = description.map(|d| storable(d).into_owned());
-    let endpoint: WebhookEndpoint = sqlx::query_as(WEBHOOK_CREATE)
+    sqlx::query(TENANT_LOCK_FOR_ENDPOINTS)
+        .bind(tenant.0)
+        .execute(&mut **tx)
+        .await?;
+    let endpoint: Option<WebhookEndpoint> = sqlx::query_as(WEBHOOK_CREATE)
         .bind(Uuid::now_v7())
         .bind(tenant.0)
         .bind(url.as_str())
         .bind(description.as_deref())
         .bind(&secret)
         .bind(storable(actor).as_ref())
-        .fetch_one(&mut **tx)
+        .bind(i64::from(max_endpoints))
+        .fetch_optional(&mut **tx)
         .await?;
+    let Some(endpoint) = endpoint else {
+        return Err(WebhookCreateError::TooManyEndpoints {
+            limit: max_endpoints,
+        });
+    };
     audit_trail::record(
         tx,
         tenant.0,
@@ -1017,6 +1142,21 @@ mod tests {
             ("http://[ff02::1]/", "multicast"),
             ("http://[::ffff:10.0.0.5]/", "private"),
             ("http://[64:ff9b::a9fe:a9fe]/", "link-local"),
+            ("http://198.18.0.1/", "benchmarking"),
+            ("http://198.19.255.254/", "benchmarking"),
+            ("http://[::ffff:198.18.3.4]/", "benchmarking"),
+            ("http://192.0.0.1/", "reserved"),
+            ("http://192.0.0.170/", "reserved"),
+            ("http://[64:ff9b::c000:8]/", "reserved"),
+            ("http://[2002:c0a8:101::1]/", "6to4 tunnel"),
+            ("http://[2002:5db8:d70e::1]/", "6to4 tunnel"),
+            (
+                "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+                "Teredo tunnel",
+            ),
+            ("http://[2001::1]/", "Teredo tunnel"),
+            ("http://[64:ff9b:1::a00:5]/", "local NAT64"),
+            ("http://[64:ff9b:1:ffff::1]/", "local NAT64"),
             ("http://localhost:8080/", "loopback"),
             ("http://LocalHost./", "loopback"),
             ("http://api.localhost/", "loopback"),
@@ -1038,6 +1178,12 @@ mod tests {
             "http://100.128.0.1/",
             "http://172.32.0.1/",
             "http://[2606:4700::1111]/",
+            "http://198.17.255.255/",
+            "http://198.20.0.1/",
+            "http://192.0.1.1/",
+            "http://[2001:4860:4860::8888]/",
+            "http://[2003::1]/",
+            "http://[64:ff9b:2::1]/",
             "http://localhost.example.com/",
             "http://notlocalhost/",
         ] {

@@ -60,6 +60,7 @@ struct CreateWebhook {
             headers(("Location" = String, description = "`/v1/webhooks/{id}`"))),
         (status = 400, description = "A bad body, URL or description", body = crate::openapi::ErrorBody),
         (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
+        (status = 409, description = "`too_many_webhooks`: the tenant already has the most active endpoints allowed (`details.limit`); nothing was created", body = crate::openapi::ErrorBody),
     ),
 )]
 async fn create(
@@ -78,7 +79,13 @@ async fn create(
     let (url, description) = checked_endpoint(&state, &body.url, body.description.as_deref())?;
     let created = state
         .store
-        .webhook_create(caller.0.tenant_id, &url, description, &actor(&caller))
+        .webhook_create(
+            caller.0.tenant_id,
+            &url,
+            description,
+            &actor(&caller),
+            state.config.webhook_max_endpoints,
+        )
         .await?;
     let mut response = (StatusCode::CREATED, Json(&created)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/v1/webhooks/{}", created.endpoint.id)) {

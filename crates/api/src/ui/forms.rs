@@ -13,6 +13,7 @@ use crate::ui::page::DeskError;
 use crate::ui::session::DeskUser;
 use hmac::{Hmac, Mac};
 use ironclad_store::desk_forms::{FormError, FormKey};
+use ironclad_store::webhooks::WebhookCreateError;
 use rand::Rng;
 use sha2::Sha256;
 
@@ -70,6 +71,9 @@ pub(crate) fn form_error(e: FormError) -> DeskError {
             "a user with this email address already exists",
         )
         .into(),
+        FormError::TooManyWebhooks { limit } => {
+            ApiError::from(WebhookCreateError::TooManyEndpoints { limit }).into()
+        }
         FormError::Store(e) => e.into(),
     }
 }

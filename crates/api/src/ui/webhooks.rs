@@ -17,7 +17,8 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use ironclad_store::webhooks::MAX_DESCRIPTION_LEN;
+use ironclad_store::desk_forms::FormError;
+use ironclad_store::webhooks::{WebhookCreateError, MAX_DESCRIPTION_LEN};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -176,17 +177,32 @@ pub(crate) async fn create(
         &[url.as_str(), description.unwrap_or_default()],
     )?;
     let session = user.1.expose().to_owned();
-    state
+    let created = state
         .store
         .desk_form_webhook(
             &key,
             &url,
             description,
             &user.0.principal.actor(),
+            state.config.webhook_max_endpoints,
             |secret| forms::seal(&session, &key.token, secret),
         )
-        .await
-        .map_err(form_error)?;
+        .await;
+    match created {
+        Ok(_) => {}
+        // At the cap: the form again, saying so, with what was typed.
+        Err(FormError::TooManyWebhooks { limit }) => {
+            let refused = ApiError::from(WebhookCreateError::TooManyEndpoints { limit });
+            let (status, message) = refusal(refused)?;
+            let mut page = list_page(&state, &user).await?;
+            page.problem = Some(message);
+            page.typed_url = form.url;
+            page.typed_description = form.description;
+            page.form_token = form.form_token;
+            return Ok(render(status, &page));
+        }
+        Err(e) => return Err(form_error(e)),
+    }
     Ok(Redirect::to(&format!("/admin/webhooks?form={}", key.token)).into_response())
 }
 

@@ -611,3 +611,64 @@ async fn the_inbox_is_per_tenant_for_every_role() -> anyhow::Result<()> {
     app.stop().await;
     Ok(())
 }
+
+/// Issue 26 item 8: a tenant has at most 20 active endpoints (`IRONCLAD_WEBHOOK_MAX_ENDPOINTS`,
+/// default). The 21st is 409 `too_many_webhooks` with the limit, and nothing is created or
+/// audited; disabling one makes room again. Breaks: an uncapped create.
+#[tokio::test]
+async fn the_twenty_first_endpoint_is_refused_and_nothing_is_created() -> anyhow::Result<()> {
+    let app = TestApp::spawn().await?;
+    let admin = app.key_for(app.tenant, Role::Admin).await?;
+    let create = |n: usize| {
+        call(
+            &app,
+            Method::POST,
+            "/v1/webhooks",
+            &admin,
+            Some(json!({"url": format!("https://hooks.example.com/{n}")})),
+        )
+    };
+    let mut first = None;
+    for n in 0..20 {
+        let created = create(n).await?;
+        assert_eq!(
+            created.status,
+            StatusCode::CREATED,
+            "{n}: {}",
+            created.text()
+        );
+        first.get_or_insert_with(|| str_of(&created.json()["id"]));
+    }
+    let refused = create(20).await?;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+    let error = &refused.json()["error"];
+    assert_eq!(error["code"], "too_many_webhooks");
+    assert_eq!(error["details"]["limit"], 20);
+    assert!(
+        str_of(&error["message"]).contains("already has 20 active webhook endpoints"),
+        "{error}"
+    );
+    let list = call(&app, Method::GET, "/v1/webhooks", &admin, None).await?;
+    assert_eq!(list.json()["webhooks"].as_array().map(Vec::len), Some(20));
+    assert!(!list.text().contains("hooks.example.com/20\""));
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = 'WEBHOOK_CREATED'",
+    )
+    .bind(app.tenant.0)
+    .fetch_one(app.db.store.pool())
+    .await?;
+    assert_eq!(audited, 20);
+
+    let first = first.unwrap_or_default();
+    let disabled = call(
+        &app,
+        Method::DELETE,
+        &format!("/v1/webhooks/{first}"),
+        &admin,
+        None,
+    )
+    .await?;
+    assert!(disabled.status.is_success(), "{}", disabled.text());
+    assert_eq!(create(20).await?.status, StatusCode::CREATED);
+    Ok(())
+}

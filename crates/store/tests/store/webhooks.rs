@@ -9,13 +9,21 @@ use chrono::Utc;
 use ironclad_core::notification::NotificationType;
 use ironclad_core::TenantId;
 use ironclad_store::notifications::NewNotification;
-use ironclad_store::webhooks::{AttemptOutcome, AttemptRecord, RequeueOutcome, WebhookUrl};
+use ironclad_store::webhooks::{
+    AttemptOutcome, AttemptRecord, InFlightShare, RequeueOutcome, WebhookCreateError, WebhookUrl,
+    DEFAULT_MAX_ENDPOINTS,
+};
 use ironclad_store::{Store, Transition};
 use ironclad_testkit::TestDb;
 use std::time::Duration;
 use uuid::Uuid;
 
 const LOCK: Duration = Duration::from_secs(60);
+/// The deliverer's default shares.
+const SHARE: InFlightShare = InFlightShare {
+    per_endpoint: 4,
+    per_tenant: 8,
+};
 
 fn note(tenant: TenantId, key: &str) -> NewNotification {
     NewNotification {
@@ -34,6 +42,7 @@ async fn endpoint(store: &Store, tenant: TenantId) -> anyhow::Result<Uuid> {
             &WebhookUrl::parse("http://127.0.0.1:9/hook", true)?,
             Some("test"),
             "api_key:admin",
+            DEFAULT_MAX_ENDPOINTS,
         )
         .await?
         .endpoint
@@ -109,16 +118,19 @@ async fn a_stale_holder_cannot_record_an_attempt() -> anyhow::Result<()> {
         .announce(note(tenant, "k"))
         .await?
         .ok_or_else(|| anyhow::anyhow!("not announced"))?;
-    let old = store.webhook_claim_due(10, LOCK, 8).await?;
+    let old = store.webhook_claim_due(10, LOCK, 8, SHARE).await?;
     assert_eq!(old.len(), 1);
     assert!(
-        store.webhook_claim_due(10, LOCK, 8).await?.is_empty(),
+        store
+            .webhook_claim_due(10, LOCK, 8, SHARE)
+            .await?
+            .is_empty(),
         "a held delivery is not claimed twice"
     );
     expire_locks(store).await?;
     let done = store.webhook_maintain().await?;
     assert_eq!((done.released, done.released_dead), (1, 0));
-    let new = store.webhook_claim_due(10, LOCK, 8).await?;
+    let new = store.webhook_claim_due(10, LOCK, 8, SHARE).await?;
     assert_eq!(new.len(), 1);
     assert_eq!(new[0].id, old[0].id, "same delivery id");
     assert_eq!((old[0].attempt, new[0].attempt), (1, 2));
@@ -167,7 +179,7 @@ async fn the_budget_ends_in_dead_whether_the_last_attempt_failed_or_was_lost() -
     endpoint(store, tenant).await?;
     store.announce(note(tenant, "answered")).await?;
     store.announce(note(tenant, "lost")).await?;
-    let claimed = store.webhook_claim_due(10, LOCK, 2).await?;
+    let claimed = store.webhook_claim_due(10, LOCK, 2, SHARE).await?;
     assert_eq!(claimed.len(), 2);
     let outcome = store
         .webhook_record_attempt(&claimed[0], &answered(503, Duration::from_secs(30)))
@@ -180,11 +192,14 @@ async fn the_budget_ends_in_dead_whether_the_last_attempt_failed_or_was_lost() -
         "backoff applied"
     );
     // Not due yet: nothing to claim but the second one's next turn, which is held.
-    assert!(store.webhook_claim_due(10, LOCK, 2).await?.is_empty());
+    assert!(store
+        .webhook_claim_due(10, LOCK, 2, SHARE)
+        .await?
+        .is_empty());
     sqlx::query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'PENDING'")
         .execute(store.pool())
         .await?;
-    let second = store.webhook_claim_due(10, LOCK, 2).await?;
+    let second = store.webhook_claim_due(10, LOCK, 2, SHARE).await?;
     assert_eq!(second.len(), 1);
     assert_eq!(
         store
@@ -196,7 +211,7 @@ async fn the_budget_ends_in_dead_whether_the_last_attempt_failed_or_was_lost() -
     // The other one: its deliverer dies on attempt 1, then again on attempt 2 (the last).
     expire_locks(store).await?;
     assert_eq!(store.webhook_maintain().await?.released, 1);
-    assert_eq!(store.webhook_claim_due(10, LOCK, 2).await?.len(), 1);
+    assert_eq!(store.webhook_claim_due(10, LOCK, 2, SHARE).await?.len(), 1);
     expire_locks(store).await?;
     let done = store.webhook_maintain().await?;
     assert_eq!((done.released, done.released_dead), (1, 1));
@@ -252,7 +267,7 @@ async fn the_budget_ends_in_dead_whether_the_last_attempt_failed_or_was_lost() -
         1
     );
     assert_eq!(store.webhook_requeue_all_dead("cli:ops").await?, 0);
-    assert_eq!(store.webhook_claim_due(10, LOCK, 2).await?.len(), 2);
+    assert_eq!(store.webhook_claim_due(10, LOCK, 2, SHARE).await?.len(), 2);
     db.drop_database().await;
     Ok(())
 }
@@ -345,6 +360,7 @@ async fn endpoints_are_audited_and_scoped_to_their_tenant() -> anyhow::Result<()
             &WebhookUrl::parse("https://example.com/hooks/ironclad", false)?,
             Some("ops"),
             "api_key:admin",
+            DEFAULT_MAX_ENDPOINTS,
         )
         .await?;
     assert!(created.secret.starts_with("whsec_"));
@@ -419,6 +435,175 @@ async fn endpoints_are_audited_and_scoped_to_their_tenant() -> anyhow::Result<()
             ("WEBHOOK_CREATED".to_owned(), "api_key:admin".to_owned()),
             ("WEBHOOK_DISABLED".to_owned(), "api_key:admin".to_owned()),
         ]
+    );
+    db.drop_database().await;
+    Ok(())
+}
+
+/// Issue 26 item 8: one endpoint with 100 due deliveries (all older) and another with one.
+/// The claim takes one per endpoint per round, so the second endpoint's delivery is in the
+/// first claim; an endpoint at its share of deliveries in flight is skipped until one ends;
+/// a tenant at its share too, while another tenant's endpoint is still served. Breaks: a
+/// claim of the oldest due rows of all, which hands the first claims to the long backlog.
+#[tokio::test]
+async fn claims_take_turns_across_endpoints_and_tenants_within_their_shares() -> anyhow::Result<()>
+{
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    let backlog = endpoint(store, tenant).await?;
+    for i in 0..100 {
+        store
+            .announce(note(tenant, &format!("backlog:{i}")))
+            .await?;
+    }
+    let single = endpoint(store, tenant).await?;
+    let lone = store
+        .announce(note(tenant, "lone"))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not announced"))?;
+    let lone_delivery = store
+        .webhook_deliveries_of_notification(tenant, lone)
+        .await?
+        .into_iter()
+        .find(|d| d.endpoint_id == single)
+        .ok_or_else(|| anyhow::anyhow!("no delivery to the second endpoint"))?;
+    // The lone notification also went to the backlog endpoint: 101 due there, 1 here.
+
+    let first = store.webhook_claim_due(2, LOCK, 8, SHARE).await?;
+    assert_eq!(first.len(), 2);
+    assert!(
+        first.iter().any(|d| d.id == lone_delivery.id),
+        "the second endpoint's delivery is in the first round"
+    );
+    // The backlog endpoint has 1 in flight of its 4: three more, and no further.
+    let more = store.webhook_claim_due(100, LOCK, 8, SHARE).await?;
+    assert_eq!(more.len(), 3, "the endpoint's share is 4 in flight");
+    assert!(store
+        .webhook_claim_due(100, LOCK, 8, SHARE)
+        .await?
+        .is_empty());
+    let in_flight_at = |id: Uuid| {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'DELIVERING'",
+        )
+        .bind(id)
+        .fetch_one(store.pool())
+    };
+    assert_eq!(in_flight_at(backlog).await?, 4);
+    // One ends: one more is claimed for it.
+    store
+        .webhook_record_attempt(&more[0], &answered(200, Duration::ZERO))
+        .await?;
+    assert_eq!(store.webhook_claim_due(100, LOCK, 8, SHARE).await?.len(), 1);
+
+    // A tenant's share (8) binds over its endpoints together, another tenant's does not.
+    let third = endpoint(store, tenant).await?;
+    let other = store.create_tenant("b").await?;
+    let theirs = endpoint(store, other).await?;
+    for i in 0..10 {
+        store.announce(note(tenant, &format!("third:{i}"))).await?;
+        store.announce(note(other, &format!("theirs:{i}"))).await?;
+    }
+    let claimed = store.webhook_claim_due(100, LOCK, 8, SHARE).await?;
+    assert_eq!(claimed.len(), 7);
+    assert_eq!(
+        in_flight_at(theirs).await?,
+        4,
+        "tenant b: its endpoint's share"
+    );
+    // Tenant a held 5 (4 of them at the backlog endpoint, which is full): 3 more, taken in
+    // turns from its two other endpoints.
+    let (at_single, at_third) = (in_flight_at(single).await?, in_flight_at(third).await?);
+    assert_eq!(in_flight_at(backlog).await? + at_single + at_third, 8);
+    assert!(at_single >= 2 && at_third >= 1, "{at_single} {at_third}");
+    // Lock expiry frees the shares: held rows whose lock ran out are not in flight.
+    expire_locks(store).await?;
+    assert_eq!(
+        store.webhook_claim_due(100, LOCK, 8, SHARE).await?.len(),
+        12
+    );
+    db.drop_database().await;
+    Ok(())
+}
+
+/// Issue 26 item 8: a tenant has at most `max_endpoints` active endpoints. One more is refused
+/// with a typed error and nothing is written; a disabled endpoint frees its place; two
+/// creations racing for the last place make exactly one endpoint. Breaks: a count read before
+/// the insert in another statement without the tenant's lock (both racers see room).
+#[tokio::test]
+async fn the_endpoint_cap_holds_under_concurrent_creation() -> anyhow::Result<()> {
+    let db = TestDb::new().await?;
+    let store = &db.store;
+    let tenant = store.create_tenant("a").await?;
+    let url = WebhookUrl::parse("https://example.com/hook", false)?;
+    const CAP: u32 = 3;
+    let mut ids = Vec::new();
+    for _ in 0..CAP {
+        ids.push(
+            store
+                .webhook_create(tenant, &url, None, "api_key:admin", CAP)
+                .await?
+                .endpoint
+                .id,
+        );
+    }
+    let refused = store
+        .webhook_create(tenant, &url, None, "api_key:admin", CAP)
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(WebhookCreateError::TooManyEndpoints { limit: CAP })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(store.webhook_list(tenant).await?.len(), CAP as usize);
+    // Another tenant has its own places.
+    let other = store.create_tenant("b").await?;
+    store
+        .webhook_create(other, &url, None, "api_key:admin", CAP)
+        .await?;
+    // A disabled endpoint receives nothing and does not count.
+    store
+        .webhook_disable(tenant, ids[0], "api_key:admin")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not found"))?;
+
+    // Two creations for the one free place, many times over.
+    for round in 0..10 {
+        let (a, b) = tokio::join!(
+            store.webhook_create(tenant, &url, None, "api_key:admin", CAP),
+            store.webhook_create(tenant, &url, None, "api_key:admin", CAP),
+        );
+        let made: Vec<_> = [a, b].into_iter().filter_map(Result::ok).collect();
+        assert_eq!(
+            made.len(),
+            1,
+            "round {round}: exactly one of two racers gets the place"
+        );
+        let active = store
+            .webhook_list(tenant)
+            .await?
+            .into_iter()
+            .filter(|e| e.disabled_at.is_none())
+            .count();
+        assert_eq!(active, CAP as usize, "round {round}");
+        store
+            .webhook_disable(tenant, made[0].endpoint.id, "api_key:admin")
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("not found"))?;
+    }
+    let created: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = 'WEBHOOK_CREATED'",
+    )
+    .bind(tenant.0)
+    .fetch_one(store.pool())
+    .await?;
+    assert_eq!(
+        created,
+        i64::from(CAP) + 10,
+        "a refused creation is not audited"
     );
     db.drop_database().await;
     Ok(())
