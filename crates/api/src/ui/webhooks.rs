@@ -161,15 +161,7 @@ pub(crate) async fn create(
     let checked = checked_endpoint(&state, form.url.trim(), Some(&form.description));
     let (url, description) = match checked {
         Ok(ok) => ok,
-        Err(e) => {
-            let (status, message) = refusal(e)?;
-            let mut page = list_page(&state, &user).await?;
-            page.problem = Some(message);
-            page.typed_url = form.url;
-            page.typed_description = form.description;
-            page.form_token = form.form_token;
-            return Ok(render(status, &page));
-        }
+        Err(e) => return refused(&state, &user, form, e).await,
     };
     let key = form_key(
         &user,
@@ -192,18 +184,28 @@ pub(crate) async fn create(
         Ok(_) => {}
         // At the cap: the form again, saying so, with what was typed.
         Err(FormError::TooManyWebhooks { limit }) => {
-            let refused = ApiError::from(WebhookCreateError::TooManyEndpoints { limit });
-            let (status, message) = refusal(refused)?;
-            let mut page = list_page(&state, &user).await?;
-            page.problem = Some(message);
-            page.typed_url = form.url;
-            page.typed_description = form.description;
-            page.form_token = form.form_token;
-            return Ok(render(status, &page));
+            let at_cap = ApiError::from(WebhookCreateError::TooManyEndpoints { limit });
+            return refused(&state, &user, form, at_cap).await;
         }
         Err(e) => return Err(form_error(e)),
     }
     Ok(Redirect::to(&format!("/admin/webhooks?form={}", key.token)).into_response())
+}
+
+/// The list again with the refusal's reason and what was typed, so nothing is lost.
+async fn refused(
+    state: &AppState,
+    user: &DeskUser,
+    form: CreateForm,
+    refusal_of: ApiError,
+) -> Result<Response, DeskError> {
+    let (status, message) = refusal(refusal_of)?;
+    let mut page = list_page(state, user).await?;
+    page.problem = Some(message);
+    page.typed_url = form.url;
+    page.typed_description = form.description;
+    page.form_token = form.form_token;
+    Ok(render(status, &page))
 }
 
 async fn endpoint_page(
