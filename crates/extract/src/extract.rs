@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use ironclad_core::page::{BBox, PageText};
+use ironclad_core::page::{BBox, PageText, Word};
 use ironclad_core::parse::{self, ParseError, ParserKind, Value};
 
 use crate::keyvalue::{LabelHit, LabelPage};
@@ -413,7 +413,12 @@ impl Found {
         evident: &SelfEvident<'_>,
         page: &PageText,
     ) {
-        for word in &page.words {
+        let split = match evident {
+            SelfEvident::Shape(shape) => split_in_two(shape, &page.words),
+            SelfEvident::CheckDigit => Vec::new(),
+        };
+        let words = page.words.iter().cloned().chain(split);
+        for word in words {
             if spec.region.is_some_and(|r| !r.contains_centre(word.bbox)) {
                 continue;
             }
@@ -500,6 +505,44 @@ impl<'a> SelfEvident<'a> {
             (None, _) => None,
         }
     }
+}
+
+/// Values of `shape` that OCR split in two (`COSU44809436 71` on a fax): each word that is
+/// not of the shape alone but is with the next word of its line, when the gap between them is
+/// at most [`SPLIT_GAP_CHARS`] of the first word's characters wide (a space read inside the
+/// value, not the next column), as one word over both boxes, as sure as the less sure.
+/// Widest gap, in characters, inside a value OCR split in two ([`split_in_two`]).
+const SPLIT_GAP_CHARS: f32 = 1.5;
+
+fn split_in_two(shape: &Shape, words: &[Word]) -> Vec<Word> {
+    words
+        .windows(2)
+        .filter_map(|pair| {
+            let [first, next] = pair else { return None };
+            let (a, b) = (first.bbox.normalized(), next.bbox.normalized());
+            let char_width = (a.x1 - a.x0) / first.text.chars().count().max(1) as f32;
+            let gap = b.x0 - a.x1;
+            let close =
+                first.line == next.line && gap >= 0.0 && gap <= SPLIT_GAP_CHARS * char_width;
+            let text = format!(
+                "{} {}",
+                without_stray_marks(&first.text),
+                without_stray_marks(&next.text)
+            );
+            let whole = |raw: &str| shape.fit(raw).is_some_and(|f| f.repairs == 0);
+            (close && !whole(&first.text) && whole(&text)).then(|| Word {
+                text,
+                bbox: BBox {
+                    x0: a.x0.min(b.x0),
+                    y0: a.y0.min(b.y0),
+                    x1: a.x1.max(b.x1),
+                    y1: a.y1.max(b.y1),
+                },
+                confidence: first.confidence.min(next.confidence),
+                line: first.line,
+            })
+        })
+        .collect()
 }
 
 /// Confidence kept by a value found by its shape alone ([`Found::add_self_evident`]): a clean
@@ -765,6 +808,44 @@ document_types:
         let f = reference(&["B/L No. MAEU129827288", "COSU2783692408"]);
         assert_eq!(f.candidates.len(), 1);
         assert_ne!(f.candidates[0].pattern, SHAPE_ALONE_PATTERN);
+    }
+
+    #[test]
+    fn a_value_of_the_fields_shape_split_by_a_space_is_found_whole() {
+        let yaml = WF.replace(
+            "        patterns: ['ref:\\s*(?P<value>\\S+)']",
+            "        labels: ['b/l no']\n        shape: ['COSU##########']",
+        );
+        let wf = Workflow::from_yaml(&yaml).unwrap();
+        let reference = |words: &[(&str, f32, f32, f32, u32)]| {
+            let page = placed_page(words, 0.9);
+            fact(&extract(&wf, "customs_declaration", &[&page]), "reference").clone()
+        };
+        // A fax read `B/L No.` as `Bit Nu.` and a space inside the number: 12 characters over
+        // 0.12, then a gap of one character.
+        let f = reference(&[
+            ("Bit", 0.10, 0.3, 0.13, 0),
+            ("Nu.", 0.14, 0.3, 0.17, 0),
+            ("COSU44809436", 0.20, 0.3, 0.32, 0),
+            ("71", 0.33, 0.3, 0.35, 0),
+        ]);
+        let chosen = f.chosen.clone().expect("found whole by its shape");
+        assert_eq!(chosen.value, Value::Text("COSU4480943671".into()));
+        assert_eq!(chosen.raw, "COSU44809436 71");
+        assert!((chosen.bbox.x0 - 0.20).abs() < 1e-6 && (chosen.bbox.x1 - 0.35).abs() < 1e-6);
+        // Two columns apart (five characters), or on two lines, they are two values.
+        assert!(reference(&[
+            ("COSU44809436", 0.20, 0.3, 0.32, 0),
+            ("71", 0.37, 0.3, 0.39, 0)
+        ])
+        .chosen
+        .is_none());
+        assert!(reference(&[
+            ("COSU44809436", 0.20, 0.3, 0.32, 0),
+            ("71", 0.33, 0.3, 0.35, 1)
+        ])
+        .chosen
+        .is_none());
     }
 
     #[test]

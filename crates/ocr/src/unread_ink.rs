@@ -40,15 +40,8 @@ pub(crate) fn unread_regions(img: &Gray, words: &[BBox], text_px: f64) -> Vec<Cr
     };
     let mut ink: Vec<bool> = img.pixels.iter().map(|&p| p <= threshold).collect();
     // Rules: runs of ink longer than a few text heights, across or down.
-    let rule = RULE_HEIGHTS * cell;
-    let mut rule_px = vec![false; w * h];
-    for y in 0..h {
-        mark_long_runs(&ink, &mut rule_px, (0..w).map(|x| y * w + x), rule);
-    }
-    for x in 0..w {
-        mark_long_runs(&ink, &mut rule_px, (0..h).map(|y| y * w + x), rule);
-    }
-    for (i, r) in rule_px.iter().enumerate() {
+    let rules = long_runs(&ink, w, h, RULE_HEIGHTS * cell);
+    for (i, r) in rules.iter().enumerate() {
         if *r {
             ink[i] = false;
         }
@@ -147,26 +140,41 @@ pub(crate) fn merge(words: &mut Vec<Word>, found: Vec<Vec<Word>>) -> usize {
     added
 }
 
-/// Marks in `rule` the pixels of every run of ink along `line` longer than `longest`.
-fn mark_long_runs(
-    ink: &[bool],
-    rule: &mut [bool],
-    line: impl Iterator<Item = usize>,
-    longest: usize,
-) {
-    let mut run: Vec<usize> = Vec::new();
-    for i in line.chain(std::iter::once(usize::MAX)) {
-        if i != usize::MAX && ink[i] {
-            run.push(i);
-            continue;
-        }
-        if run.len() > longest {
-            for &j in &run {
-                rule[j] = true;
+/// The pixels of `ink` (a page `w` × `h`) in a run longer than `longest` along a row or down a
+/// column. Both passes go through the page row by row: a pass down the columns one at a time
+/// touches a new cache line at every pixel, and cost more than the rest of this module.
+fn long_runs(ink: &[bool], w: usize, h: usize, longest: usize) -> Vec<bool> {
+    let mut rule = vec![false; w * h];
+    for y in 0..h {
+        let row = &ink[y * w..(y + 1) * w];
+        let mut start = 0;
+        for x in 0..=w {
+            if x < w && row[x] {
+                continue;
             }
+            if x - start > longest {
+                rule[y * w + start..y * w + x].fill(true);
+            }
+            start = x + 1;
         }
-        run.clear();
     }
+    // How many pixels of ink end at the current row, for each column.
+    let mut down = vec![0usize; w];
+    for y in 0..=h {
+        for (x, run) in down.iter_mut().enumerate() {
+            if y < h && ink[y * w + x] {
+                *run += 1;
+                continue;
+            }
+            if *run > longest {
+                for r in y - *run..y {
+                    rule[r * w + x] = true;
+                }
+            }
+            *run = 0;
+        }
+    }
+    rule
 }
 
 /// Most cells between two groups on the same rows for them to be one line (`Number of
@@ -296,6 +304,41 @@ mod tests {
         assert_eq!(
             texts,
             [("Container", 0), ("Gross", 1), ("packages:", 2), ("790", 2)]
+        );
+    }
+
+    #[test]
+    fn runs_longer_than_the_limit_are_rules_across_and_down() {
+        // 6 × 5: a run of 4 across row 1, of 3 across row 3, of 5 down column 5.
+        let (w, h) = (6, 5);
+        let mut ink = vec![false; w * h];
+        for x in 1..5 {
+            ink[w + x] = true;
+        }
+        for x in 0..3 {
+            ink[3 * w + x] = true;
+        }
+        for y in 0..5 {
+            ink[y * w + 5] = true;
+        }
+        let rules = long_runs(&ink, w, h, 3);
+        let marked: Vec<(usize, usize)> = (0..w * h)
+            .filter(|&i| rules[i])
+            .map(|i| (i % w, i / w))
+            .collect();
+        assert_eq!(
+            marked,
+            [
+                (5, 0),
+                (1, 1),
+                (2, 1),
+                (3, 1),
+                (4, 1),
+                (5, 1),
+                (5, 2),
+                (5, 3),
+                (5, 4)
+            ]
         );
     }
 

@@ -173,21 +173,25 @@ fn near_dark(px: &[u8], w: usize, h: usize) -> Vec<bool> {
             }
         }
     }
+    // Down the columns, row by row (a pass one column at a time misses the cache at every
+    // pixel): the last row with a dark pixel above, then the next one below.
     let mut out = vec![false; w * h];
-    for x in 0..w {
-        let mut last: Option<usize> = None;
-        for y in 0..h {
+    let mut nearest = vec![usize::MAX; w];
+    for y in 0..h {
+        for x in 0..w {
             if rows[y * w + x] {
-                last = Some(y);
+                nearest[x] = y;
             }
-            out[y * w + x] = last.is_some_and(|d| y - d <= NEAR_PX);
+            out[y * w + x] = nearest[x] != usize::MAX && y - nearest[x] <= NEAR_PX;
         }
-        last = None;
-        for y in (0..h).rev() {
+    }
+    nearest.fill(usize::MAX);
+    for y in (0..h).rev() {
+        for x in 0..w {
             if rows[y * w + x] {
-                last = Some(y);
+                nearest[x] = y;
             }
-            if last.is_some_and(|d| d - y <= NEAR_PX) {
+            if nearest[x] != usize::MAX && nearest[x] - y <= NEAR_PX {
                 out[y * w + x] = true;
             }
         }
