@@ -20,7 +20,6 @@ use crate::{audit_trail, people, secs, Store, StoreResult};
 
 /// A live claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Claim {
     /// The case.
     pub case_id: Uuid,
@@ -36,7 +35,6 @@ pub struct Claim {
 
 /// What a claim call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ClaimChange {
     /// Nobody held it (or a claim had expired): it is the caller's now.

@@ -25,7 +25,6 @@ use crate::{audit_trail, claims, people, Store, StoreResult};
 
 /// How the new value was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CorrectionMethod {
     /// Typed by the reviewer.
@@ -81,7 +80,6 @@ pub struct CorrectionRequest {
 
 /// A correction applied.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Corrected {
     /// The correction.
     pub correction_id: Uuid,

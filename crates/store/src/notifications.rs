@@ -14,7 +14,6 @@ use uuid::Uuid;
 
 /// A notification as its tenant sees it.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NotificationView {
     /// Notification id (also the `id` of its webhook payload).
     pub id: Uuid,

@@ -21,7 +21,6 @@ use crate::{Store, StoreError, StoreResult};
 
 /// Everything a report of one decision version shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionReport {
     /// The case (what does not change over its life).
     pub case: ReportCase,
@@ -45,7 +44,6 @@ pub struct DecisionReport {
 
 /// The case a report is about.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportCase {
     /// Case id.
     pub id: Uuid,
@@ -59,7 +57,6 @@ pub struct ReportCase {
 
 /// Where a case stands now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaseState {
     /// Its status.
     pub status: CaseStatus,
@@ -73,7 +70,6 @@ pub struct CaseState {
 
 /// Why a decision version was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionOrigin {
     /// The finalize job of a generation.
@@ -86,7 +82,6 @@ pub enum DecisionOrigin {
 
 /// Where the rules a decision applied came from, as stored in `decisions.rules_source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ReportRulesSource {
     /// The rules written in the workflow file.
@@ -97,7 +92,6 @@ pub enum ReportRulesSource {
 
 /// The decision version reported.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportDecision {
     /// Decision id.
     pub id: Uuid,
@@ -130,7 +124,6 @@ pub struct ReportDecision {
 /// The frozen record of what a decision saw (`decisions.evidence`). Decisions written before
 /// snapshots existed read as an empty one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct DecisionSnapshot {
     /// The generation the facts belong to.
@@ -140,14 +133,11 @@ pub struct DecisionSnapshot {
     /// The case's files.
     pub sources: Vec<SnapshotSource>,
     /// Its documents (typed page ranges) with their facts and evidence.
-    // Described as objects: the engine's fact types stay free of the OpenAPI crate.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub documents: Vec<DocumentFacts>,
 }
 
 /// The rules a decision applied, as written in the snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct SnapshotRules {
     /// `workflow` or `ruleset`.
@@ -164,7 +154,6 @@ pub struct SnapshotRules {
 
 /// One file of the case, as the decision saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SnapshotSource {
     /// Source id.
     pub id: Uuid,
@@ -182,7 +171,6 @@ pub struct SnapshotSource {
 
 /// What one rule found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportRuleResult {
     /// Position in evaluation order.
     pub ordinal: i32,
@@ -197,13 +185,11 @@ pub struct ReportRuleResult {
     /// What was found.
     pub message: String,
     /// The document values compared, with their evidence.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub values: Vec<ComparedValue>,
 }
 
 /// The review a decision opened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportReview {
     /// Review id.
     pub id: Uuid,
@@ -225,7 +211,6 @@ pub struct ReportReview {
 
 /// One event of the case's history.
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportAuditEvent {
     /// Sequence number.
     pub id: i64,

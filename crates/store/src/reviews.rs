@@ -49,7 +49,6 @@ pub struct ReviewRequest {
 
 /// A resolved review.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewResolved {
     /// The review.
     pub review_id: Uuid,
@@ -71,7 +70,6 @@ pub struct ReviewResolved {
 
 /// An action waiting for a second reviewer.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Proposal {
     /// The review, AWAITING_SECOND.
     pub review_id: Uuid,
@@ -134,7 +132,6 @@ pub enum SecondOutcome {
 
 /// A review in the queue.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewRow {
     /// The review.
     pub id: Uuid,

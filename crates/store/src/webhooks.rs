@@ -213,7 +213,6 @@ fn host_range(host: &url::Host<&str>) -> Option<&'static str> {
 
 /// An endpoint as anyone may see it: never its secret.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WebhookEndpoint {
     /// Endpoint id.
     pub id: Uuid,
@@ -231,7 +230,6 @@ pub struct WebhookEndpoint {
 
 /// A new endpoint, with the signing secret: the only time the secret leaves the database.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedWebhook {
     /// The endpoint.
     #[serde(flatten)]
@@ -242,7 +240,6 @@ pub struct CreatedWebhook {
 
 /// One attempt of a delivery, as logged.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptView {
     /// Attempt number (1-based over the delivery's life; a requeue continues the count).
     pub attempt: i32,
@@ -260,7 +257,6 @@ pub struct AttemptView {
 
 /// One delivery with its attempts, as the delivery log shows it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeliveryView {
     /// The delivery id (`Ironclad-Delivery-Id` of every attempt).
     pub id: Uuid,
