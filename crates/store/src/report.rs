@@ -14,13 +14,13 @@ use chrono::{DateTime, Utc};
 use ironclad_core::review::{Resolution, ReviewStatus};
 use ironclad_core::rules::{ComparedValue, DocumentFacts, OnFail, RuleOutcome, RuleTemplate};
 use ironclad_core::{CaseId, CaseStatus, DecisionStatus, TenantId};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::{Store, StoreError, StoreResult};
 
 /// Everything a report of one decision version shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DecisionReport {
     /// The case (what does not change over its life).
     pub case: ReportCase,
@@ -43,7 +43,7 @@ pub struct DecisionReport {
 }
 
 /// The case a report is about.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportCase {
     /// Case id.
     pub id: Uuid,
@@ -56,7 +56,7 @@ pub struct ReportCase {
 }
 
 /// Where a case stands now.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaseState {
     /// Its status.
     pub status: CaseStatus,
@@ -69,8 +69,7 @@ pub struct CaseState {
 }
 
 /// Why a decision version was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecisionOrigin {
     /// The finalize job of a generation.
     Finalize,
@@ -81,8 +80,7 @@ pub enum DecisionOrigin {
 }
 
 /// Where the rules a decision applied came from, as stored in `decisions.rules_source`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportRulesSource {
     /// The rules written in the workflow file.
     Workflow,
@@ -91,7 +89,7 @@ pub enum ReportRulesSource {
 }
 
 /// The decision version reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportDecision {
     /// Decision id.
     pub id: Uuid,
@@ -123,7 +121,7 @@ pub struct ReportDecision {
 
 /// The frozen record of what a decision saw (`decisions.evidence`). Decisions written before
 /// snapshots existed read as an empty one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct DecisionSnapshot {
     /// The generation the facts belong to.
@@ -137,7 +135,7 @@ pub struct DecisionSnapshot {
 }
 
 /// The rules a decision applied, as written in the snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct SnapshotRules {
     /// `workflow` or `ruleset`.
@@ -153,7 +151,7 @@ pub struct SnapshotRules {
 }
 
 /// One file of the case, as the decision saw it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SnapshotSource {
     /// Source id.
     pub id: Uuid,
@@ -170,7 +168,7 @@ pub struct SnapshotSource {
 }
 
 /// What one rule found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportRuleResult {
     /// Position in evaluation order.
     pub ordinal: i32,
@@ -189,7 +187,7 @@ pub struct ReportRuleResult {
 }
 
 /// The review a decision opened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportReview {
     /// Review id.
     pub id: Uuid,
@@ -210,7 +208,7 @@ pub struct ReportReview {
 }
 
 /// One event of the case's history.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ReportAuditEvent {
     /// Sequence number.
     pub id: i64,

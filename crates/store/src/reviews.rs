@@ -131,7 +131,7 @@ pub enum SecondOutcome {
 }
 
 /// A review in the queue.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ReviewRow {
     /// The review.
     pub id: Uuid,
@@ -795,7 +795,7 @@ impl Store {
 
 /// Where a case's review stands, for the case page: what waits (and for whom), whether it is
 /// overdue, and who holds its claim.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct ReviewState {
     /// The open review (PENDING or AWAITING_SECOND), if any.
     pub open: Option<OpenReviewView>,
@@ -804,7 +804,7 @@ pub struct ReviewState {
 }
 
 /// A case's open review as the desk shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OpenReviewView {
     /// PENDING or AWAITING_SECOND.
     pub status: String,
