@@ -37,6 +37,8 @@ pub mod intake;
 pub mod openapi;
 pub mod paging;
 pub mod password;
+// The bodies the API answers: its own, read by clients as JSON, so not part of this crate's API.
+mod responses;
 pub mod router;
 pub mod routes;
 pub mod state;

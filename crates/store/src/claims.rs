@@ -10,7 +10,6 @@
 
 use chrono::{DateTime, Utc};
 use ironclad_core::audit::AuditEventType;
-use serde::Serialize;
 use sqlx::{Postgres, Transaction};
 use std::time::Duration;
 use uuid::Uuid;
@@ -19,8 +18,7 @@ use crate::replay::{self, ActionError};
 use crate::{audit_trail, people, secs, Store, StoreResult};
 
 /// A live claim.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Claim {
     /// The case.
     pub case_id: Uuid,
@@ -35,9 +33,7 @@ pub struct Claim {
 }
 
 /// What a claim call did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimChange {
     /// Nobody held it (or a claim had expired): it is the caller's now.
     Claimed,

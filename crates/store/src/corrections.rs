@@ -14,7 +14,6 @@
 
 use ironclad_core::audit::AuditEventType;
 use ironclad_core::review::FourEyesAction;
-use serde::Serialize;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
@@ -24,9 +23,7 @@ use crate::reviews::{self, Proposal};
 use crate::{audit_trail, claims, people, Store, StoreResult};
 
 /// How the new value was given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CorrectionMethod {
     /// Typed by the reviewer.
     Typed,
@@ -80,8 +77,7 @@ pub struct CorrectionRequest {
 }
 
 /// A correction applied.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct Corrected {
     /// The correction.
     pub correction_id: Uuid,

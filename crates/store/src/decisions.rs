@@ -213,7 +213,6 @@ pub const SYSTEM_ACTOR: &str = "system";
 
 /// A decision that was written.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WrittenDecision {
     /// Its id.
     pub id: Uuid,

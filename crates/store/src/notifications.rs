@@ -9,17 +9,14 @@ use crate::{storable, Store, StoreResult, Transition};
 use chrono::{DateTime, Utc};
 use ironclad_core::notification::NotificationType;
 use ironclad_core::{CaseId, TenantId};
-use serde::Serialize;
 use uuid::Uuid;
 
 /// A notification as its tenant sees it.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct NotificationView {
     /// Notification id (also the `id` of its webhook payload).
     pub id: Uuid,
     /// What it announces.
-    #[serde(rename = "type")]
     pub kind: NotificationType,
     /// The case, when it concerns one.
     pub case_id: Option<Uuid>,

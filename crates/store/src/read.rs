@@ -8,7 +8,6 @@ use uuid::Uuid;
 
 /// One case as listed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaseSummary {
     /// Case id.
     pub id: Uuid,
@@ -38,7 +37,6 @@ pub struct CaseSummary {
 
 /// A source as shown with its case.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SourceView {
     /// Source id.
     pub id: Uuid,
@@ -95,7 +93,6 @@ pub struct JobView {
 
 /// A decision as shown with its case.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionView {
     /// Decision id.
     pub id: Uuid,
@@ -127,7 +124,6 @@ pub struct DecisionView {
 
 /// Which rules a decision applied.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RulesetRef {
     /// `workflow` (the workflow file's rules) or `ruleset` (a managed ruleset).
     #[sqlx(rename = "rules_source")]
@@ -142,7 +138,6 @@ pub struct RulesetRef {
 
 /// One rule's result in a decision.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RuleResultView {
     /// The rule (or safeguard) id.
     pub rule_id: String,
@@ -160,7 +155,6 @@ pub struct RuleResultView {
 
 /// An audit event.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditView {
     /// Sequence number.
     pub id: i64,
@@ -176,7 +170,6 @@ pub struct AuditView {
 
 /// A page as shown with its case (text and words are fetched separately).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PageView {
     /// Source it belongs to.
     pub source_id: Uuid,
@@ -198,7 +191,6 @@ pub struct PageView {
 
 /// An extracted field with its evidence.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FactView {
     /// Field name.
     pub field: String,
@@ -226,7 +218,6 @@ pub struct FactView {
 
 /// Who corrected a field, why, and what it was before.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FactCorrection {
     /// The correction.
     pub id: Uuid,
@@ -307,7 +298,6 @@ impl FactRow {
 
 /// A typed page range of a source with its facts.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SegmentView {
     /// Segment id.
     pub id: Uuid,

@@ -14,14 +14,13 @@ use chrono::{DateTime, Utc};
 use ironclad_core::review::{Resolution, ReviewStatus};
 use ironclad_core::rules::{ComparedValue, DocumentFacts, OnFail, RuleOutcome, RuleTemplate};
 use ironclad_core::{CaseId, CaseStatus, DecisionStatus, TenantId};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::{Store, StoreError, StoreResult};
 
 /// Everything a report of one decision version shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DecisionReport {
     /// The case (what does not change over its life).
     pub case: ReportCase,
@@ -44,8 +43,7 @@ pub struct DecisionReport {
 }
 
 /// The case a report is about.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportCase {
     /// Case id.
     pub id: Uuid,
@@ -58,8 +56,7 @@ pub struct ReportCase {
 }
 
 /// Where a case stands now.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CaseState {
     /// Its status.
     pub status: CaseStatus,
@@ -72,9 +69,7 @@ pub struct CaseState {
 }
 
 /// Why a decision version was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecisionOrigin {
     /// The finalize job of a generation.
     Finalize,
@@ -85,9 +80,7 @@ pub enum DecisionOrigin {
 }
 
 /// Where the rules a decision applied came from, as stored in `decisions.rules_source`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportRulesSource {
     /// The rules written in the workflow file.
     Workflow,
@@ -96,8 +89,7 @@ pub enum ReportRulesSource {
 }
 
 /// The decision version reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportDecision {
     /// Decision id.
     pub id: Uuid,
@@ -129,8 +121,7 @@ pub struct ReportDecision {
 
 /// The frozen record of what a decision saw (`decisions.evidence`). Decisions written before
 /// snapshots existed read as an empty one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct DecisionSnapshot {
     /// The generation the facts belong to.
@@ -140,14 +131,11 @@ pub struct DecisionSnapshot {
     /// The case's files.
     pub sources: Vec<SnapshotSource>,
     /// Its documents (typed page ranges) with their facts and evidence.
-    // Described as objects: the engine's fact types stay free of the OpenAPI crate.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub documents: Vec<DocumentFacts>,
 }
 
 /// The rules a decision applied, as written in the snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct SnapshotRules {
     /// `workflow` or `ruleset`.
@@ -163,8 +151,7 @@ pub struct SnapshotRules {
 }
 
 /// One file of the case, as the decision saw it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SnapshotSource {
     /// Source id.
     pub id: Uuid,
@@ -181,8 +168,7 @@ pub struct SnapshotSource {
 }
 
 /// What one rule found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportRuleResult {
     /// Position in evaluation order.
     pub ordinal: i32,
@@ -197,13 +183,11 @@ pub struct ReportRuleResult {
     /// What was found.
     pub message: String,
     /// The document values compared, with their evidence.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub values: Vec<ComparedValue>,
 }
 
 /// The review a decision opened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportReview {
     /// Review id.
     pub id: Uuid,
@@ -224,8 +208,7 @@ pub struct ReportReview {
 }
 
 /// One event of the case's history.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ReportAuditEvent {
     /// Sequence number.
     pub id: i64,

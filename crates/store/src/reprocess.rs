@@ -62,7 +62,6 @@ pub fn may_reprocess(role: Role, status: CaseStatus) -> Result<(), &'static str>
 
 /// What a reprocess started.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Reprocessed {
     /// The case.
     pub case_id: Uuid,
@@ -78,7 +77,6 @@ pub struct Reprocessed {
 
 /// One new job.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReprocessJob {
     /// The source.
     pub source_id: Uuid,

@@ -49,7 +49,6 @@ pub struct ReviewRequest {
 
 /// A resolved review.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewResolved {
     /// The review.
     pub review_id: Uuid,
@@ -71,7 +70,6 @@ pub struct ReviewResolved {
 
 /// An action waiting for a second reviewer.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Proposal {
     /// The review, AWAITING_SECOND.
     pub review_id: Uuid,
@@ -133,8 +131,7 @@ pub enum SecondOutcome {
 }
 
 /// A review in the queue.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ReviewRow {
     /// The review.
     pub id: Uuid,
@@ -798,7 +795,7 @@ impl Store {
 
 /// Where a case's review stands, for the case page: what waits (and for whom), whether it is
 /// overdue, and who holds its claim.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct ReviewState {
     /// The open review (PENDING or AWAITING_SECOND), if any.
     pub open: Option<OpenReviewView>,
@@ -807,7 +804,7 @@ pub struct ReviewState {
 }
 
 /// A case's open review as the desk shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OpenReviewView {
     /// PENDING or AWAITING_SECOND.
     pub status: String,

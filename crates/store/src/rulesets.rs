@@ -17,7 +17,6 @@ use crate::{audit_trail, Store, StoreError, StoreResult};
 
 /// One stored ruleset.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RulesetRow {
     /// Id.
     pub id: Uuid,

@@ -212,8 +212,7 @@ fn host_range(host: &url::Host<&str>) -> Option<&'static str> {
 }
 
 /// An endpoint as anyone may see it: never its secret.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct WebhookEndpoint {
     /// Endpoint id.
     pub id: Uuid,
@@ -230,19 +229,16 @@ pub struct WebhookEndpoint {
 }
 
 /// A new endpoint, with the signing secret: the only time the secret leaves the database.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct CreatedWebhook {
     /// The endpoint.
-    #[serde(flatten)]
     pub endpoint: WebhookEndpoint,
     /// The HMAC-SHA256 key of `Ironclad-Signature` (`whsec_` + 64 hex digits).
     pub secret: String,
 }
 
 /// One attempt of a delivery, as logged.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AttemptView {
     /// Attempt number (1-based over the delivery's life; a requeue continues the count).
     pub attempt: i32,
@@ -259,8 +255,7 @@ pub struct AttemptView {
 }
 
 /// One delivery with its attempts, as the delivery log shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DeliveryView {
     /// The delivery id (`Ironclad-Delivery-Id` of every attempt).
     pub id: Uuid,

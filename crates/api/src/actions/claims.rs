@@ -7,17 +7,7 @@ use crate::state::AppState;
 use ironclad_core::role::Role;
 use ironclad_store::claims::{Claim, ClaimChange};
 use ironclad_store::tenants::Principal;
-use serde_json::{json, Value};
 use uuid::Uuid;
-
-/// A claim as the API answers it.
-pub(crate) fn claim_json(claim: &Claim, change: ClaimChange, who: &Principal) -> Value {
-    json!({
-        "case_id": claim.case_id, "holder": claim.holder, "holder_name": claim.holder_name,
-        "claimed_at": claim.claimed_at, "expires_at": claim.expires_at,
-        "yours": claim.holder == who.actor(), "change": change,
-    })
-}
 
 /// Claims the case's review for `who`, or renews their claim (reviewers and admins).
 pub(crate) async fn claim(

@@ -10,17 +10,20 @@
 
 use crate::actions::{action_key, required_reason, Failure};
 use crate::error::ApiError;
+use crate::responses::corrections::CorrectionAnswer;
+use crate::responses::decisions::ProposalAnswer;
 use crate::state::AppState;
 use axum::http::StatusCode;
 use ironclad_core::page::{BBox, Word};
 use ironclad_core::parse::Parsed;
+use ironclad_core::review::ReviewStatus;
 use ironclad_core::rules::{CompiledRuleset, RulesetSpec, Schema};
 use ironclad_core::CaseId;
 use ironclad_documents::regions::{Region, RegionError};
 use ironclad_documents::workflows::CompiledWorkflow;
 use ironclad_runtime::workflows::PinError;
 use ironclad_store::corrections::{
-    Corrected, CorrectionMethod, CorrectionOutcome, CorrectionRequest, CorrectionTarget, NewValue,
+    CorrectionMethod, CorrectionOutcome, CorrectionRequest, CorrectionTarget, NewValue,
     TargetDocument,
 };
 use ironclad_store::decisions::RulesApplied;
@@ -94,25 +97,6 @@ pub(crate) struct ValueRead {
     pub bbox: Option<BBox>,
     /// The reading's confidence (the least sure word), for a box.
     pub confidence: Option<f32>,
-}
-
-impl ValueRead {
-    /// As the preview route answers it.
-    pub(crate) fn json(&self) -> Value {
-        let (value, shown, problem) = match &self.parsed {
-            Ok(p) => {
-                let value = serde_json::to_value(&p.value).unwrap_or(Value::Null);
-                let shown = crate::ui::case::wording::shown(&value);
-                (value, Some(shown), None)
-            }
-            Err(message) => (Value::Null, None, Some(message.clone())),
-        };
-        json!({
-            "text": self.text, "value": value, "shown": shown, "kind": self.kind,
-            "problem": problem, "page": self.page, "box": self.bbox,
-            "confidence": self.confidence,
-        })
-    }
 }
 
 /// The rules of a decision, compiled again from its frozen snapshot against the case's
@@ -465,15 +449,6 @@ pub(crate) async fn preview(
     read_given(state, &at, given).await
 }
 
-/// An applied correction as the API answers it.
-pub(crate) fn corrected_json(c: &Corrected) -> Value {
-    json!({
-        "status": "APPLIED", "correction_id": c.correction_id, "case_id": c.case_id,
-        "segment_id": c.segment_id, "field": c.field, "fact_version": c.fact_version,
-        "corrected_by": c.corrected_by, "decision": c.decision,
-    })
-}
-
 /// Corrects a field (see the module doc): the one path the API and the desk share. `key` is
 /// the request's `Idempotency-Key` (or the desk form's own): a replay gets the first answer,
 /// however the case moved on since.
@@ -565,9 +540,9 @@ pub(crate) async fn correct(
     Ok(state
         .store
         .correct_fact(&key, &req, &applied, |outcome| match outcome {
-            CorrectionOutcome::Applied(c) => corrected_json(c),
+            CorrectionOutcome::Applied(c) => json!(CorrectionAnswer::from(c)),
             CorrectionOutcome::AwaitingSecond(p) => {
-                crate::actions::reviews::proposal_json(p, "AWAITING_SECOND")
+                json!(ProposalAnswer::new(p, ReviewStatus::AwaitingSecond))
             }
         })
         .await?)

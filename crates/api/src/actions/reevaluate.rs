@@ -2,6 +2,7 @@
 
 use crate::actions::action_key;
 use crate::error::ApiError;
+use crate::responses::decisions::Reevaluated;
 use crate::state::AppState;
 use ironclad_core::CaseId;
 use ironclad_runtime::case_rules::rules_for_case;
@@ -34,12 +35,11 @@ pub(crate) async fn reevaluate(
     let applied = RulesApplied::new(&chosen.ruleset, chosen.managed);
     Ok(state
         .store
-        .reevaluate_case(
-            &key,
-            case,
-            &applied,
-            &who.actor(),
-            |d| json!({"case_id": case, "decision": d}),
-        )
+        .reevaluate_case(&key, case, &applied, &who.actor(), |d| {
+            json!(Reevaluated {
+                case_id: case,
+                decision: d.into(),
+            })
+        })
         .await)
 }

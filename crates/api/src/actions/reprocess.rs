@@ -2,6 +2,7 @@
 
 use crate::actions::{action_key, required_reason};
 use crate::error::ApiError;
+use crate::responses::decisions::Reprocessed;
 use crate::state::AppState;
 use ironclad_store::replay::{ActionAnswer, ActionError};
 use ironclad_store::reprocess::ReprocessRequest;
@@ -49,5 +50,8 @@ pub(crate) async fn reprocess(
         actor_role: who.role,
         max_attempts: state.config.max_attempts,
     };
-    Ok(state.store.reprocess_case(&key, &req, |r| json!(r)).await)
+    Ok(state
+        .store
+        .reprocess_case(&key, &req, |r| json!(Reprocessed::from(r)))
+        .await)
 }

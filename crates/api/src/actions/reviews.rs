@@ -1,39 +1,17 @@
 //! Resolving a review, and a second reviewer's answer to what four eyes held.
 
 use crate::actions::{corrections, Failure};
+use crate::responses::corrections::CorrectionAnswer;
+use crate::responses::decisions::{ProposalAnswer, ReviewAnswer, SecondAnswer};
 use crate::state::AppState;
+use ironclad_core::review::ReviewStatus;
 use ironclad_store::replay::{ActionAnswer, ActionError, ActionKey};
-use ironclad_store::reviews::{
-    Proposal, ReviewOutcome, ReviewRequest, ReviewResolved, SecondOutcome, SecondRequest,
-};
+use ironclad_store::reviews::{ReviewOutcome, ReviewRequest, SecondOutcome, SecondRequest};
 use serde_json::{json, Value};
 
 /// Histogram of how long resolved decisions waited for a person (the fifth pilot measure;
 /// the oldest pending wait is a gauge on `/metrics`).
 pub const REVIEW_WAIT_SECONDS: &str = "ironclad_review_wait_seconds";
-
-/// A resolution as the API answers it.
-pub(crate) fn resolved_json(r: &ReviewResolved) -> Value {
-    json!({
-        "review_id": r.review_id, "case_id": r.case_id, "status": "RESOLVED",
-        "resolution": r.resolution, "decision_version": r.decision_version,
-        "actor": r.actor, "confirmed_by": r.confirmed_by, "resolved_at": r.resolved_at,
-        "waited_seconds": (r.resolved_at - r.opened_at).num_milliseconds() as f64 / 1000.0,
-    })
-}
-
-/// What waits for a second reviewer, as the API answers it.
-pub(crate) fn proposal_json(p: &Proposal, status: &str) -> Value {
-    json!({
-        "review_id": p.review_id, "case_id": p.case_id, "status": status,
-        "decision_version": p.decision_version,
-        "proposed": {
-            "action": p.action, "resolution": p.resolution, "comment": p.comment,
-            "correction_id": p.correction_id, "by": p.proposed_by, "by_name": p.proposed_by_name,
-            "at": p.proposed_at,
-        },
-    })
-}
 
 /// Records how long a resolved decision waited (first answers only, not replays).
 fn record_wait(answer: &ActionAnswer) {
@@ -55,8 +33,10 @@ pub(crate) async fn resolve(
     let answer = state
         .store
         .resolve_review(key, req, |outcome| match outcome {
-            ReviewOutcome::Resolved(r) => resolved_json(r),
-            ReviewOutcome::AwaitingSecond(p) => proposal_json(p, "AWAITING_SECOND"),
+            ReviewOutcome::Resolved(r) => json!(ReviewAnswer::from(r)),
+            ReviewOutcome::AwaitingSecond(p) => {
+                json!(ProposalAnswer::new(p, ReviewStatus::AwaitingSecond))
+            }
         })
         .await?;
     record_wait(&answer);
@@ -79,9 +59,12 @@ pub(crate) async fn second_opinion(
     let answer = state
         .store
         .second_opinion(key, req, &applied, |outcome| match outcome {
-            SecondOutcome::Resolved(r) => resolved_json(r),
-            SecondOutcome::Corrected(c) => corrections::corrected_json(c),
-            SecondOutcome::Declined(p) => proposal_json(p, "PENDING"),
+            SecondOutcome::Resolved(r) => json!(SecondAnswer::Resolved(r.into())),
+            SecondOutcome::Corrected(c) => json!(CorrectionAnswer::from(c)),
+            SecondOutcome::Declined(p) => {
+                let declined = ProposalAnswer::new(p, ReviewStatus::Pending);
+                json!(SecondAnswer::Declined(declined))
+            }
         })
         .await?;
     record_wait(&answer);

@@ -2,6 +2,7 @@
 //! workflow, activating it, finding it and what it is compared with.
 
 use crate::error::ApiError;
+use crate::responses::rulesets::RuleIssueView;
 use crate::state::AppState;
 use axum::http::StatusCode;
 use ironclad_core::rules::{CompiledRuleset, RuleIssue};
@@ -46,7 +47,9 @@ pub(crate) async fn activate_checked(
             "invalid_ruleset",
             "the ruleset is not valid for its workflow; fix it in a new version",
         )
-        .with_details(json!({ "issues": issues_json(&issues) })));
+        .with_details(json!({
+            "issues": issues.iter().map(RuleIssueView::from).collect::<Vec<_>>()
+        })));
     }
     state
         .store
@@ -102,11 +105,4 @@ pub(crate) async fn latest_workflow_yaml(state: &AppState, name: &str) -> Result
             format!("no workflow named {name:?} is loaded"),
         )
     })
-}
-
-pub(crate) fn issues_json(issues: &[RuleIssue]) -> serde_json::Value {
-    json!(issues
-        .iter()
-        .map(|i| json!({"path": i.path, "message": i.message}))
-        .collect::<Vec<_>>())
 }

@@ -7,6 +7,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::intake;
 use crate::paging::Paging;
+use crate::responses::cases::{CasePage, TenantCase};
 use crate::state::{AppState, IntakeLimits};
 use crate::throttle::IntakeSlots;
 use axum::extract::multipart::MultipartRejection;
@@ -17,11 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use ironclad_core::role::Role;
-use ironclad_core::{CaseId, CaseStatus, FailureCode, IdempotencyKey};
-use ironclad_store::read::{
-    AuditView, CaseDetail, CaseSummary, DecisionView, JobView, PageView, SegmentView, SourceView,
-};
-use serde::{Deserialize, Serialize};
+use ironclad_core::{CaseId, CaseStatus, IdempotencyKey};
+use serde::Deserialize;
 use serde_json::json;
 
 /// Header a client sets to make a submission safe to retry.
@@ -137,99 +135,10 @@ async fn get_case(
     Ok(Json(TenantCase::from(detail)).into_response())
 }
 
-/// A case as its tenant sees it: everything but the operators' internals (which host and
-/// process held a job, raw error text with server paths, processor results).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct TenantCase {
-    #[serde(flatten)]
-    case: CaseSummary,
-    sources: Vec<SourceView>,
-    jobs: Vec<TenantJob>,
-    pages: Vec<PageView>,
-    segments: Vec<SegmentView>,
-    decision: Option<DecisionView>,
-    audit: Vec<AuditView>,
-}
-
-/// A job as its tenant sees it: a failure is a stable code and a fixed message.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct TenantJob {
-    id: uuid::Uuid,
-    kind: String,
-    source_id: Option<uuid::Uuid>,
-    status: String,
-    generation: i32,
-    attempt: i32,
-    max_attempts: i32,
-    next_attempt_at: chrono::DateTime<chrono::Utc>,
-    error: Option<JobError>,
-    dead_lettered: bool,
-    created_at: chrono::DateTime<chrono::Utc>,
-    finished_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-/// Why a job failed, for tenants.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct JobError {
-    code: &'static str,
-    message: &'static str,
-}
-
-impl From<JobView> for TenantJob {
-    fn from(j: JobView) -> Self {
-        let error = j
-            .error_code
-            .as_deref()
-            .and_then(|c| c.parse::<FailureCode>().ok())
-            // A failure recorded before codes existed is shown as internal, never as its text.
-            .or_else(|| (j.status == "FAILED").then_some(FailureCode::Internal))
-            .map(|code| JobError {
-                code: code.as_str(),
-                message: code.message(),
-            });
-        Self {
-            id: j.id,
-            kind: j.kind,
-            source_id: j.source_id,
-            status: j.status,
-            generation: j.generation,
-            attempt: j.attempt,
-            max_attempts: j.max_attempts,
-            next_attempt_at: j.next_attempt_at,
-            error,
-            dead_lettered: j.dead_lettered_at.is_some(),
-            created_at: j.created_at,
-            finished_at: j.finished_at,
-        }
-    }
-}
-
-impl From<CaseDetail> for TenantCase {
-    fn from(d: CaseDetail) -> Self {
-        Self {
-            case: d.case,
-            sources: d.sources,
-            jobs: d.jobs.into_iter().map(TenantJob::from).collect(),
-            pages: d.pages,
-            segments: d.segments,
-            decision: d.decision,
-            audit: d.audit,
-        }
-    }
-}
-
 /// Query of the listing; everything arrives as text so each mistake gets its own 400.
 #[derive(Debug, Deserialize)]
 struct ListParams {
     status: Option<String>,
-}
-
-/// One page of the listing.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct CasePage {
-    cases: Vec<CaseSummary>,
-    /// Pass as `cursor` for the next page; `null` on the last page.
-    next_cursor: Option<String>,
 }
 
 /// `GET /v1/cases?status=&limit=&cursor=`: the caller's cases, newest first.
@@ -276,5 +185,9 @@ async fn list_cases(
         )
         .await?;
     let (cases, next_cursor) = paging.page(cases, |c| (c.created_at, c.id));
-    Ok(Json(CasePage { cases, next_cursor }).into_response())
+    Ok(Json(CasePage {
+        cases: cases.into_iter().map(Into::into).collect(),
+        next_cursor,
+    })
+    .into_response())
 }

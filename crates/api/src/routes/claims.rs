@@ -3,9 +3,10 @@
 //! takes it over with a reason, `DELETE` releases it (the holder, or an admin). No
 //! `Idempotency-Key`: claiming twice renews, and releasing twice finds nothing to release.
 
-use crate::actions::claims::{self, claim_json};
+use crate::actions::claims;
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::responses::claims::{ClaimAnswer, Released};
 use crate::routes::decisions::{case_id, invalid_body};
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection};
@@ -13,7 +14,6 @@ use axum::extract::{Path, State};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 /// The claim routes.
 pub fn router() -> Router<AppState> {
@@ -30,7 +30,7 @@ pub fn router() -> Router<AppState> {
     tag = "decisions",
     params(("id" = uuid::Uuid, Path, description = "Case id")),
     responses(
-        (status = 200, description = "The caller's claim (`change`: claimed or renewed)", body = crate::openapi::ClaimAnswer),
+        (status = 200, description = "The caller's claim (`change`: claimed or renewed)", body = ClaimAnswer),
         (status = 403, description = "The key's role may not claim reviews", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "Another reviewer's claim is live (`claimed`), or the case does not await review (`conflict`)", body = crate::openapi::ErrorBody),
@@ -40,10 +40,10 @@ async fn claim(
     State(state): State<AppState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ClaimAnswer>, ApiError> {
     let case = case_id(id)?;
     let (claim, change) = claims::claim(&state, &caller.0, case.0).await?;
-    Ok(Json(claim_json(&claim, change, &caller.0)))
+    Ok(Json(ClaimAnswer::new(claim, change, &caller.0)))
 }
 
 /// Body of `POST /v1/cases/{id}/claim/takeover`.
@@ -64,7 +64,7 @@ struct TakeOverBody {
     params(("id" = uuid::Uuid, Path, description = "Case id")),
     request_body = TakeOverBody,
     responses(
-        (status = 200, description = "The caller's claim (`change`: taken_over, claimed or renewed)", body = crate::openapi::ClaimAnswer),
+        (status = 200, description = "The caller's claim (`change`: taken_over, claimed or renewed)", body = ClaimAnswer),
         (status = 400, description = "No reason, or a bad body", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not claim reviews", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
@@ -78,11 +78,11 @@ async fn take_over(
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
     body: Result<Json<TakeOverBody>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ClaimAnswer>, ApiError> {
     let case = case_id(id)?;
     let Json(body) = body.map_err(invalid_body)?;
     let (claim, change) = claims::take_over(&state, &caller.0, case.0, &body.reason).await?;
-    Ok(Json(claim_json(&claim, change, &caller.0)))
+    Ok(Json(ClaimAnswer::new(claim, change, &caller.0)))
 }
 
 /// `DELETE /v1/cases/{id}/claim` (the holder, or an admin for anyone's).
@@ -92,7 +92,7 @@ async fn take_over(
     tag = "decisions",
     params(("id" = uuid::Uuid, Path, description = "Case id")),
     responses(
-        (status = 200, description = "`released`: whether a live claim was released", body = crate::openapi::Released),
+        (status = 200, description = "`released`: whether a live claim was released", body = Released),
         (status = 403, description = "Someone else holds the claim and the caller is no admin (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
     ),
@@ -101,8 +101,11 @@ async fn release(
     State(state): State<AppState>,
     caller: Caller,
     id: Result<Path<String>, PathRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Released>, ApiError> {
     let case = case_id(id)?;
     let released = claims::release(&state, &caller.0, case.0).await?;
-    Ok(Json(json!({ "case_id": case, "released": released })))
+    Ok(Json(Released {
+        case_id: case.0,
+        released,
+    }))
 }

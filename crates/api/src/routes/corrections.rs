@@ -6,6 +6,8 @@
 use crate::actions::corrections::{self, CorrectionInput, Given};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::responses::corrections::{CorrectionAnswer, CorrectionPreview};
+use crate::responses::decisions::ProposalAnswer;
 use crate::routes::decisions::{case_id, invalid_body, reply, required_key};
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection};
@@ -17,6 +19,7 @@ use axum::{Json, Router};
 use ironclad_core::page::BBox;
 use ironclad_core::role::Role;
 use serde::Deserialize;
+use serde_json::json;
 
 /// The correction routes.
 pub fn router() -> Router<AppState> {
@@ -118,8 +121,8 @@ fn given(value: Option<String>, region: Option<BoxBody>) -> Result<Given, ApiErr
     ),
     request_body = CorrectionBody,
     responses(
-        (status = 201, description = "Corrected: the fact's next version is current and the case is decided again (version N+1, origin `correction`)", body = crate::openapi::CorrectionAnswer),
-        (status = 202, description = "The policy's `four_eyes` holds the correction for a second reviewer (AWAITING_SECOND)", body = crate::openapi::ProposalAnswer),
+        (status = 201, description = "Corrected: the fact's next version is current and the case is decided again (version N+1, origin `correction`)", body = CorrectionAnswer),
+        (status = 202, description = "The policy's `four_eyes` holds the correction for a second reviewer (AWAITING_SECOND)", body = ProposalAnswer),
         (status = 400, description = "A bad body or box, both or neither of value and box, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not correct values", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
@@ -159,7 +162,7 @@ async fn correct(
     params(("id" = uuid::Uuid, Path, description = "Case id")),
     request_body = PreviewBody,
     responses(
-        (status = 200, description = "What it reads as (`problem` is the parser's message when it does not parse)", body = crate::openapi::CorrectionPreview),
+        (status = 200, description = "What it reads as (`problem` is the parser's message when it does not parse)", body = CorrectionPreview),
         (status = 400, description = "A bad body or box, or both or neither of value and box", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not correct values", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
@@ -179,5 +182,7 @@ async fn preview(
     let given = given(body.value, body.region)?;
     let read =
         corrections::preview(&state, &caller.0, case.0, body.segment, &body.field, &given).await?;
-    Ok(Json(read.json()).into_response())
+    // Sent as a JSON value, as it always was: its f32s (box, confidence) are written widened
+    // to f64 digits (0.1 as 0.10000000149011612), not shortened.
+    Ok(Json(json!(CorrectionPreview::from(&read))).into_response())
 }

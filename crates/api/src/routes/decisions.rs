@@ -10,6 +10,10 @@ use crate::actions::{self, action_error, action_key, check_text};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::paging::Paging;
+use crate::responses::corrections::CorrectionAnswer;
+use crate::responses::decisions::{
+    ProposalAnswer, Reevaluated, Reprocessed, ReviewAnswer, ReviewPage, SecondAnswer,
+};
 use crate::routes::cases::{idempotency_key, IDEMPOTENT_REPLAYED};
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -59,7 +63,7 @@ struct ReviewListParams {
         ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
     ),
     responses(
-        (status = 200, description = "One page of the review queue, oldest first", body = crate::openapi::ReviewPage),
+        (status = 200, description = "One page of the review queue, oldest first", body = ReviewPage),
         (status = 400, description = "A bad `status`, `claim`, `overdue`, `limit` or `cursor`", body = crate::openapi::ErrorBody),
     ),
 )]
@@ -114,7 +118,11 @@ async fn list_reviews(
         .list_reviews(caller.0.tenant_id.0, &query)
         .await?;
     let (reviews, next_cursor) = paging.page(rows, |r| (r.created_at, r.id));
-    Ok(Json(json!({ "reviews": reviews, "next_cursor": next_cursor })).into_response())
+    Ok(Json(ReviewPage {
+        reviews: reviews.into_iter().map(Into::into).collect(),
+        next_cursor,
+    })
+    .into_response())
 }
 
 /// Body of `POST /v1/cases/{id}/reviews`.
@@ -141,8 +149,8 @@ struct ReviewBody {
     ),
     request_body = ReviewBody,
     responses(
-        (status = 200, description = "The review is resolved (a replay has `Idempotent-Replayed: true`)", body = crate::openapi::ReviewAnswer),
-        (status = 202, description = "The policy's `four_eyes` holds the action for a second reviewer (AWAITING_SECOND)", body = crate::openapi::ProposalAnswer),
+        (status = 200, description = "The review is resolved (a replay has `Idempotent-Replayed: true`)", body = ReviewAnswer),
+        (status = 202, description = "The policy's `four_eyes` holds the action for a second reviewer (AWAITING_SECOND)", body = ProposalAnswer),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
@@ -210,8 +218,8 @@ struct SecondBody {
     ),
     request_body = SecondBody,
     responses(
-        (status = 200, description = "A resolution confirmed (the case is RESOLVED), or the proposal declined (the review is PENDING again)", body = crate::openapi::SecondAnswer),
-        (status = 201, description = "A correction confirmed: applied, and the case decided again", body = crate::openapi::CorrectionAnswer),
+        (status = 200, description = "A resolution confirmed (the case is RESOLVED), or the proposal declined (the review is PENDING again)", body = SecondAnswer),
+        (status = 201, description = "A correction confirmed: applied, and the case decided again", body = CorrectionAnswer),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not do this, or the caller proposed the action (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
@@ -282,7 +290,7 @@ struct ReprocessBody {
     ),
     request_body = ReprocessBody,
     responses(
-        (status = 202, description = "A new generation is being read", body = ironclad_store::reprocess::Reprocessed),
+        (status = 202, description = "A new generation is being read", body = Reprocessed),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not do this (`forbidden`), e.g. an operator reprocessing a RESOLVED case", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),
@@ -330,7 +338,7 @@ async fn reprocess_case(
         ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Required: a retried request is applied once and answered the same"),
     ),
     responses(
-        (status = 201, description = "A new decision version", body = crate::openapi::Reevaluated),
+        (status = 201, description = "A new decision version", body = Reevaluated),
         (status = 400, description = "A bad body, or a missing or malformed `Idempotency-Key`", body = crate::openapi::ErrorBody),
         (status = 403, description = "The key's role may not do this", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such case for this tenant", body = crate::openapi::ErrorBody),

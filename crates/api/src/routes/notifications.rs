@@ -5,14 +5,14 @@
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::paging::Paging;
+use crate::responses::notifications::{MarkedRead, NotificationPage};
 use crate::state::AppState;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use ironclad_store::notifications::NotificationView;
 use ironclad_store::Transition;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 /// The inbox routes.
@@ -26,14 +26,6 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 struct ListParams {
     unread: Option<String>,
-}
-
-/// One page of the inbox.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct NotificationPage {
-    notifications: Vec<NotificationView>,
-    /// Pass as `cursor` for the next page; `null` on the last page.
-    next_cursor: Option<String>,
 }
 
 /// A path id; malformed is "no such thing", exactly like unknown or foreign.
@@ -88,18 +80,9 @@ async fn list(
         .await?;
     let (notifications, next_cursor) = paging.page(notifications, |n| (n.created_at, n.id));
     Ok(Json(NotificationPage {
-        notifications,
+        notifications: notifications.into_iter().map(Into::into).collect(),
         next_cursor,
     }))
-}
-
-/// The notification after `POST …/read`, and whether this call is the one that marked it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct MarkedRead {
-    #[serde(flatten)]
-    notification: NotificationView,
-    /// False when it was already read (its first `read_at` is kept).
-    changed: bool,
 }
 
 /// `POST /v1/notifications/{id}/read`: idempotent; 200 either way.
@@ -125,7 +108,7 @@ async fn mark_read(
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok(Json(MarkedRead {
-        notification,
+        notification: notification.into(),
         changed: transition == Transition::Applied,
     }))
 }

@@ -9,6 +9,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::responses::report::DecisionReport;
 use crate::state::AppState;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -106,7 +107,7 @@ struct ReportParams {
     responses(
         (status = 200, description = "The report (`Cache-Control: private, no-store`)",
             content(
-                (ironclad_store::report::DecisionReport = "application/json"),
+                (DecisionReport = "application/json"),
                 (crate::openapi::Pdf = "application/pdf"),
             ),
             headers(("Content-Disposition" = String, description = "PDF only: `attachment; filename=\"case-<id>-v<N>.pdf\"`"))),
@@ -136,7 +137,7 @@ async fn report(
         .await?
         .ok_or_else(ApiError::not_found)?;
     let mut response = match format {
-        Format::Json => Json(report).into_response(),
+        Format::Json => Json(DecisionReport::from(report)).into_response(),
         Format::Pdf => {
             let filename = format!("case-{}-v{}.pdf", report.case.id, report.decision.version);
             let place = Arc::clone(&renders.0)

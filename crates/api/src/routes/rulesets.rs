@@ -3,10 +3,13 @@
 //! Activation never changes decided cases; `POST /v1/cases/{id}/reevaluate` does, per case.
 
 use crate::actions::rulesets::{
-    activate_checked, check_ruleset, diff_base, find_ruleset, issues_json, latest_workflow_yaml,
+    activate_checked, check_ruleset, diff_base, find_ruleset, latest_workflow_yaml,
 };
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::responses::rulesets::{
+    RulesetCreated, RulesetDiff, RulesetList, RulesetOne, RulesetVersion, Validation,
+};
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -15,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_core::role::Role;
-use ironclad_core::rules::{RuleIssue, RulesetSpec};
+use ironclad_core::rules::RulesetSpec;
 use ironclad_documents::rules as case_rules;
 use ironclad_store::rulesets::RulesetRow;
 use serde::Deserialize;
@@ -57,7 +60,7 @@ struct CreateBody {
     tag = "rulesets",
     request_body = CreateBody,
     responses(
-        (status = 201, description = "The DRAFT is stored; `validation` says whether it can be activated", body = crate::openapi::RulesetCreated),
+        (status = 201, description = "The DRAFT is stored; `validation` says whether it can be activated", body = RulesetCreated),
         (status = 400, description = "The body is not JSON", body = crate::openapi::ErrorBody),
         (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = crate::openapi::ErrorBody),
@@ -101,14 +104,17 @@ async fn create(
             &caller.0.actor(),
         )
         .await?;
-    let validation = validation(case_rules::validate_for_yaml(
+    let validation = Validation::from(case_rules::validate_for_yaml(
         state.compiler.as_ref(),
         &workflow_yaml,
         &row.spec,
     ));
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "ruleset": row, "validation": validation })),
+        Json(RulesetCreated {
+            ruleset: row.into(),
+            validation,
+        }),
     )
         .into_response())
 }
@@ -125,7 +131,7 @@ struct ListParams {
     tag = "rulesets",
     params(("workflow" = Option<String>, Query, description = "Only this workflow's rulesets")),
     responses(
-        (status = 200, description = "The tenant's rulesets", body = crate::openapi::RulesetList),
+        (status = 200, description = "The tenant's rulesets", body = RulesetList),
         (status = 400, description = "The query string cannot be parsed, or `workflow` holds U+0000", body = crate::openapi::ErrorBody),
         (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
     ),
@@ -148,7 +154,10 @@ async fn list(
         .store
         .list_rulesets(caller.0.tenant_id.0, p.workflow.as_deref())
         .await?;
-    Ok(Json(json!({ "rulesets": rows })).into_response())
+    Ok(Json(RulesetList {
+        rulesets: rows.into_iter().map(Into::into).collect(),
+    })
+    .into_response())
 }
 
 /// `GET /v1/rulesets/{id}`.
@@ -158,7 +167,7 @@ async fn list(
     tag = "rulesets",
     params(("id" = uuid::Uuid, Path, description = "Ruleset id")),
     responses(
-        (status = 200, description = "The ruleset", body = crate::openapi::RulesetOne),
+        (status = 200, description = "The ruleset", body = RulesetOne),
         (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
     ),
@@ -170,7 +179,10 @@ async fn show(
 ) -> Result<Response, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
     let row = find(&state, &caller, id).await?;
-    Ok(Json(json!({ "ruleset": row })).into_response())
+    Ok(Json(RulesetOne {
+        ruleset: row.into(),
+    })
+    .into_response())
 }
 
 /// `POST /v1/rulesets/{id}/validate`: every problem against the workflow's latest version.
@@ -180,7 +192,7 @@ async fn show(
     tag = "rulesets",
     params(("id" = uuid::Uuid, Path, description = "Ruleset id")),
     responses(
-        (status = 200, description = "Whether the ruleset is valid, and every problem", body = crate::openapi::Validation),
+        (status = 200, description = "Whether the ruleset is valid, and every problem", body = Validation),
         (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
         (status = 422, description = "Its workflow is no longer loaded", body = crate::openapi::ErrorBody),
@@ -193,8 +205,8 @@ async fn validate(
 ) -> Result<Response, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
     let row = find(&state, &caller, id).await?;
-    let v = validation(check_ruleset(&state, &row).await?);
-    Ok(Json(v).into_response())
+    let validation = Validation::from(check_ruleset(&state, &row).await?);
+    Ok(Json(validation).into_response())
 }
 
 /// Body of `POST /v1/rulesets/{id}/activate`.
@@ -215,7 +227,7 @@ struct ActivateBody {
     params(("id" = uuid::Uuid, Path, description = "Ruleset id")),
     request_body = ActivateBody,
     responses(
-        (status = 200, description = "The ruleset is ACTIVE; the previous one is RETIRED", body = crate::openapi::RulesetOne),
+        (status = 200, description = "The ruleset is ACTIVE; the previous one is RETIRED", body = RulesetOne),
         (status = 400, description = "A bad body or an empty comment", body = crate::openapi::ErrorBody),
         (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
@@ -242,7 +254,10 @@ async fn activate(
         &body.comment,
     )
     .await?;
-    Ok(Json(json!({ "ruleset": activated })).into_response())
+    Ok(Json(RulesetOne {
+        ruleset: activated.into(),
+    })
+    .into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,7 +276,7 @@ struct DiffParams {
         ("against" = Option<uuid::Uuid>, Query, description = "The ruleset to compare with (default: the workflow's ACTIVE one)"),
     ),
     responses(
-        (status = 200, description = "What changed", body = crate::openapi::RulesetDiff),
+        (status = 200, description = "What changed", body = RulesetDiff),
         (status = 400, description = "The query string cannot be parsed", body = crate::openapi::ErrorBody),
         (status = 403, description = "Only admins manage rulesets", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such ruleset for this tenant", body = crate::openapi::ErrorBody),
@@ -282,11 +297,11 @@ async fn diff(
     };
     let empty = json!({"rules": []});
     let before = base.as_ref().map(|b| &b.spec).unwrap_or(&empty);
-    Ok(Json(json!({
-        "ruleset": {"id": row.id, "version": row.version},
-        "against": base.as_ref().map(|b| json!({"id": b.id, "version": b.version, "status": b.status})),
-        "diff": case_rules::diff(before, &row.spec),
-    }))
+    Ok(Json(RulesetDiff {
+        ruleset: RulesetVersion::of(&row),
+        against: base.as_ref().map(RulesetVersion::with_status),
+        diff: case_rules::diff(before, &row.spec),
+    })
     .into_response())
 }
 
@@ -297,13 +312,4 @@ async fn find(
 ) -> Result<RulesetRow, ApiError> {
     let raw = id.map(|Path(raw)| raw).unwrap_or_default();
     find_ruleset(state, caller.0.tenant_id.0, &raw).await
-}
-
-fn validation(
-    result: Result<ironclad_core::rules::CompiledRuleset, Vec<RuleIssue>>,
-) -> serde_json::Value {
-    match result {
-        Ok(r) => json!({"valid": true, "rules": r.rules.len(), "issues": []}),
-        Err(issues) => json!({"valid": false, "issues": issues_json(&issues)}),
-    }
 }

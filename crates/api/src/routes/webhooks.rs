@@ -8,6 +8,9 @@ use crate::actions::webhooks::{checked_endpoint, requeue_delivery};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::paging::Paging;
+use crate::responses::webhooks::{
+    CreatedWebhook, DeliveryLog, DeliveryView, Disabled, WebhookEndpoint, WebhookList,
+};
 use crate::routes::notifications::path_id;
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection};
@@ -17,9 +20,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ironclad_core::role::Role;
-use ironclad_store::webhooks::{DeliveryView, WebhookEndpoint};
 use ironclad_store::Transition;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 const ACTION: &str = "manage webhooks";
@@ -56,7 +58,7 @@ struct CreateWebhook {
     tag = "webhooks",
     request_body = CreateWebhook,
     responses(
-        (status = 201, description = "The endpoint, with its signing secret (shown this once; `Cache-Control: no-store`)", body = ironclad_store::webhooks::CreatedWebhook,
+        (status = 201, description = "The endpoint, with its signing secret (shown this once; `Cache-Control: no-store`)", body = CreatedWebhook,
             headers(("Location" = String, description = "`/v1/webhooks/{id}`"))),
         (status = 400, description = "A bad body, URL or description", body = crate::openapi::ErrorBody),
         (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
@@ -87,6 +89,7 @@ async fn create(
             state.config.webhook_max_endpoints,
         )
         .await?;
+    let created = CreatedWebhook::from(created);
     let mut response = (StatusCode::CREATED, Json(&created)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/v1/webhooks/{}", created.endpoint.id)) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -96,11 +99,6 @@ async fn create(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct WebhookList {
-    webhooks: Vec<WebhookEndpoint>,
 }
 
 /// `GET /v1/webhooks`: every endpoint of the tenant, disabled ones included, never a secret.
@@ -118,8 +116,9 @@ async fn list(
     caller: Caller,
 ) -> Result<Json<WebhookList>, ApiError> {
     caller.require(&[Role::Admin], ACTION)?;
+    let endpoints = state.store.webhook_list(caller.0.tenant_id).await?;
     Ok(Json(WebhookList {
-        webhooks: state.store.webhook_list(caller.0.tenant_id).await?,
+        webhooks: endpoints.into_iter().map(Into::into).collect(),
     }))
 }
 
@@ -130,7 +129,7 @@ async fn list(
     tag = "webhooks",
     params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
     responses(
-        (status = 200, description = "The endpoint", body = ironclad_store::webhooks::WebhookEndpoint),
+        (status = 200, description = "The endpoint", body = WebhookEndpoint),
         (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such endpoint for this tenant", body = crate::openapi::ErrorBody),
     ),
@@ -146,16 +145,8 @@ async fn get_one(
         .store
         .webhook_get(caller.0.tenant_id, id)
         .await?
-        .map(Json)
+        .map(|endpoint| Json(endpoint.into()))
         .ok_or_else(ApiError::not_found)
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct Disabled {
-    #[serde(flatten)]
-    endpoint: WebhookEndpoint,
-    /// False when it was already disabled.
-    changed: bool,
 }
 
 /// `DELETE /v1/webhooks/{id}`: disables (the endpoint and its log are kept); idempotent.
@@ -183,16 +174,9 @@ async fn disable(
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok(Json(Disabled {
-        endpoint,
+        endpoint: endpoint.into(),
         changed: transition == Transition::Applied,
     }))
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct DeliveryLog {
-    deliveries: Vec<DeliveryView>,
-    /// Pass as `cursor` for the next page; `null` on the last page.
-    next_cursor: Option<String>,
 }
 
 /// `GET /v1/webhooks/{id}/deliveries?limit=&cursor=`: newest first, each with its attempts.
@@ -228,7 +212,7 @@ async fn deliveries(
         .ok_or_else(ApiError::not_found)?;
     let (deliveries, next_cursor) = paging.page(deliveries, |d| (d.created_at, d.id));
     Ok(Json(DeliveryLog {
-        deliveries,
+        deliveries: deliveries.into_iter().map(Into::into).collect(),
         next_cursor,
     }))
 }
@@ -241,7 +225,7 @@ async fn deliveries(
     tag = "webhooks",
     params(("id" = uuid::Uuid, Path, description = "Delivery id")),
     responses(
-        (status = 200, description = "The delivery, PENDING again", body = ironclad_store::webhooks::DeliveryView),
+        (status = 200, description = "The delivery, PENDING again", body = DeliveryView),
         (status = 403, description = "Only admins manage webhooks", body = crate::openapi::ErrorBody),
         (status = 404, description = "No such delivery for this tenant", body = crate::openapi::ErrorBody),
         (status = 409, description = "The delivery is not DEAD, or its endpoint is disabled", body = crate::openapi::ErrorBody),
@@ -256,5 +240,5 @@ async fn requeue(
     let id = path_id(id)?;
     requeue_delivery(&state, caller.0.tenant_id, id, &actor(&caller))
         .await
-        .map(Json)
+        .map(|delivery| Json(delivery.into()))
 }
