@@ -6,8 +6,9 @@
 //! and `audit_seal` — run by every role's sealer every fraction of a second, and before every
 //! check — gives each committed unsealed row its tenant's next `chain_seq`, the previous row's
 //! hash as `prev_hash`, and a `hash` over both and the row's content. The append-only trigger
-//! accepts a seal only at the head's next position with the right hash, and moves the head. This module walks each chain in
-//! order and recomputes every hash with the same SQL function the sealer used
+//! accepts a seal only at the head's next position with the right hash, and moves the head.
+//! This module walks each chain in order and recomputes every hash with the same SQL function
+//! the sealer used
 //! (`audit_event_hash`), so the canonical text has one definition. It reports what a change
 //! behind the triggers' back leaves:
 //!

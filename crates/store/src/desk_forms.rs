@@ -85,15 +85,21 @@ pub enum FormError {
     /// A user with this address exists.
     #[error("a user with this email address already exists")]
     EmailTaken,
-    /// The tenant already has the most active webhook endpoints allowed.
-    #[error("this tenant already has {limit} active webhook endpoints, the most allowed; disable one before adding another")]
-    TooManyWebhooks {
-        /// The cap.
-        limit: u32,
-    },
+    /// The webhook endpoint was refused (the tenant is at its cap).
+    #[error(transparent)]
+    Webhook(WebhookCreateError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<WebhookCreateError> for FormError {
+    fn from(e: WebhookCreateError) -> Self {
+        match e {
+            WebhookCreateError::Store(e) => FormError::Store(e),
+            refused => FormError::Webhook(refused),
+        }
+    }
 }
 
 impl From<sqlx::Error> for FormError {
@@ -245,15 +251,8 @@ impl Store {
         if let Some(earlier) = claim(&mut tx, key, FormAction::Webhook).await? {
             return Ok(earlier);
         }
-        let created =
-            webhook_create_in(&mut tx, key.tenant, url, description, actor, max_endpoints).await;
-        let CreatedWebhook { endpoint, secret } = match created {
-            Ok(created) => created,
-            Err(WebhookCreateError::TooManyEndpoints { limit }) => {
-                return Err(FormError::TooManyWebhooks { limit })
-            }
-            Err(WebhookCreateError::Store(e)) => return Err(e.into()),
-        };
+        let CreatedWebhook { endpoint, secret } =
+            webhook_create_in(&mut tx, key.tenant, url, description, actor, max_endpoints).await?;
         let outcome = json!({"endpoint_id": endpoint.id, "url": endpoint.url});
         settle(tx, key, FormAction::Webhook, outcome, seal(&secret)).await
     }

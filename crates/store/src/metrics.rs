@@ -37,7 +37,8 @@ pub struct PipelineGauges {
 }
 
 /// The outbox, the webhook deliveries (both outboxes), the review queue, the jobs waiting
-/// for a retry and the audit events awaiting their seal in one round trip, so a scrape stays at three statements.
+/// for a retry and the audit events awaiting their seal in one round trip, so a scrape stays
+/// at three statements.
 const GAUGES_OUTBOXES: &str = r#"
 SELECT o.pending, o.oldest, o.dead, w.pending, w.oldest, w.dead, r.pending, r.oldest, j.retrying,
        v.overdue, a.oldest FROM

@@ -13,7 +13,6 @@ use crate::ui::page::DeskError;
 use crate::ui::session::DeskUser;
 use hmac::{Hmac, Mac};
 use ironclad_store::desk_forms::{FormError, FormKey};
-use ironclad_store::webhooks::WebhookCreateError;
 use rand::Rng;
 use sha2::Sha256;
 
@@ -71,9 +70,7 @@ pub(crate) fn form_error(e: FormError) -> DeskError {
             "a user with this email address already exists",
         )
         .into(),
-        FormError::TooManyWebhooks { limit } => {
-            ApiError::from(WebhookCreateError::TooManyEndpoints { limit }).into()
-        }
+        FormError::Webhook(refused) => ApiError::from(refused).into(),
         FormError::Store(e) => e.into(),
     }
 }

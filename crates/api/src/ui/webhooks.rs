@@ -18,7 +18,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use ironclad_store::desk_forms::FormError;
-use ironclad_store::webhooks::{WebhookCreateError, MAX_DESCRIPTION_LEN};
+use ironclad_store::webhooks::MAX_DESCRIPTION_LEN;
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -183,9 +183,8 @@ pub(crate) async fn create(
     match created {
         Ok(_) => {}
         // At the cap: the form again, saying so, with what was typed.
-        Err(FormError::TooManyWebhooks { limit }) => {
-            let at_cap = ApiError::from(WebhookCreateError::TooManyEndpoints { limit });
-            return refused(&state, &user, form, at_cap).await;
+        Err(FormError::Webhook(at_cap)) => {
+            return refused(&state, &user, form, ApiError::from(at_cap)).await;
         }
         Err(e) => return Err(form_error(e)),
     }
