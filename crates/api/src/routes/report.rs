@@ -38,6 +38,26 @@ impl ReportRenders {
     pub fn new() -> Self {
         Self(Arc::new(Semaphore::new(REPORTS_AT_ONCE)))
     }
+
+    /// Runs `render` on the blocking pool once a place is free. The place moves into the
+    /// task: a request dropped mid-render (deadline, client gone) keeps it until the render it
+    /// started ends.
+    async fn run<T: Send + 'static>(
+        &self,
+        render: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let place = Arc::clone(&self.0)
+            .acquire_owned()
+            .await
+            .map_err(|e| ApiError::Internal(format!("report renders closed: {e}")))?;
+        tokio::task::spawn_blocking(move || {
+            let done = render();
+            drop(place);
+            done
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("report rendering stopped: {e}")))
+    }
 }
 
 impl Default for ReportRenders {
@@ -140,20 +160,10 @@ async fn report(
         Format::Json => Json(DecisionReport::from(report)).into_response(),
         Format::Pdf => {
             let filename = format!("case-{}-v{}.pdf", report.case.id, report.decision.version);
-            let place = Arc::clone(&renders.0)
-                .acquire_owned()
-                .await
-                .map_err(|e| ApiError::Internal(format!("report renders closed: {e}")))?;
-            // The place moves into the task: a request dropped mid-render (deadline, client
-            // gone) keeps it until the render it started ends.
-            let pdf = tokio::task::spawn_blocking(move || {
-                let pdf = ironclad_report_pdf::render(&report);
-                drop(place);
-                pdf
-            })
-            .await
-            .map_err(|e| ApiError::Internal(format!("report rendering stopped: {e}")))?
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+            let pdf = renders
+                .run(move || ironclad_report_pdf::render(&report))
+                .await?
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
             let mut response = pdf.into_response();
             let headers = response.headers_mut();
             headers.insert(
@@ -180,6 +190,35 @@ async fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_reports_render_at_once_than_the_places_and_every_one_renders() {
+        let renders = ReportRenders::new();
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let asked: Vec<_> = (0..3 * REPORTS_AT_ONCE)
+            .map(|i| {
+                let (renders, now, most) = (renders.clone(), now.clone(), most.clone());
+                tokio::spawn(async move {
+                    renders
+                        .run(move || {
+                            let rendering = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(rendering, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(40));
+                            now.fetch_sub(1, Ordering::SeqCst);
+                            i
+                        })
+                        .await
+                })
+            })
+            .collect();
+        let mut rendered = Vec::new();
+        for request in asked {
+            rendered.push(request.await.expect("the request ran").expect("rendered"));
+        }
+        assert_eq!(rendered, (0..3 * REPORTS_AT_ONCE).collect::<Vec<_>>());
+        assert_eq!(most.load(Ordering::SeqCst), REPORTS_AT_ONCE);
+    }
 
     #[test]
     fn formats_and_versions_are_checked() {
