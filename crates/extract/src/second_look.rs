@@ -562,8 +562,19 @@ fn row_region(page: &PageText, row: BBox, from: f32, skip: &[usize]) -> (BBox, b
     }
     let found = end > from + cw;
     if !found {
-        // Nothing read there: the value may be what the first reading lost.
+        // Nothing read there: the value may be what the first reading lost. A word that
+        // starts in that room is read to its end, and so is each word starting inside it: a
+        // bordered table's value cell (`USD 79.142,60` from 0.37 to 0.47 of a fax's width,
+        // after a label ending at 0.18) is not cut at the room's edge.
         end = (from + (FIRST_GAP_CHARS * cw).max(0.25)).min(1.0);
+        for w in &on_row {
+            if w.bbox.x0 > end {
+                break;
+            }
+            end = end.max(w.bbox.x1.min(1.0));
+            top = top.min(w.bbox.y0);
+            bottom = bottom.max(w.bbox.y1);
+        }
     }
     let region = BBox {
         x0: from - 0.3 * cw,
@@ -1193,6 +1204,32 @@ policy:
         page.words[1].bbox.x1 = 0.3;
         let end = label_end(&page, &[0, 1], "invoice no");
         assert!(end > 0.1 && end < 0.15, "{end}");
+    }
+
+    #[test]
+    fn a_value_cell_far_right_of_its_label_is_read_to_its_end() {
+        // A fax's bordered table: the label ends at 0.182, its value cell holds `ISD 79,142 60`
+        // from 0.371 to 0.472 (too far to be the label's row run), then another column.
+        let page = crate::layout::tests::placed_page(
+            &[
+                ("Declared", 0.076, 0.485, 0.138, 0),
+                ("value", 0.143, 0.485, 0.182, 0),
+                ("ISD", 0.371, 0.482, 0.396, 0),
+                ("79,142", 0.401, 0.481, 0.471, 0),
+                ("60", 0.455, 0.481, 0.472, 0),
+                ("Other", 0.55, 0.482, 0.60, 0),
+            ],
+            0.9,
+        );
+        let label = BBox {
+            x0: 0.076,
+            y0: 0.485,
+            x1: 0.182,
+            y1: 0.494,
+        };
+        let (region, found) = row_region(&page, label, 0.182, &[0, 1]);
+        assert!(!found);
+        assert!(region.x1 >= 0.472 && region.x1 < 0.55, "{region:?}");
     }
 
     /// Two different whole readings of one spot stay a conflict for a person.
