@@ -29,6 +29,7 @@ pub mod retry;
 pub mod review;
 pub mod role;
 pub mod rules;
+pub mod webhook_url;
 
 pub use case::CaseStatus;
 

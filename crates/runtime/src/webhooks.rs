@@ -14,10 +14,11 @@
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
+use ironclad_core::webhook_url::non_public_range;
 use ironclad_core::RetryPolicy;
 use ironclad_store::webhooks::{
-    non_public_range, AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryMaintenance,
-    InFlightShare, RESPONSE_EXCERPT_BYTES,
+    AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryMaintenance, InFlightShare,
+    RESPONSE_EXCERPT_BYTES,
 };
 use ironclad_store::{Store, StoreError};
 use rand::Rng;

@@ -10,9 +10,10 @@
 
 use crate::tenants::{create_api_key_on, NewApiKey};
 use crate::users::{add_user_on, NewUser, UserError, UserInfo};
-use crate::webhooks::{webhook_create_in, CreatedWebhook, WebhookCreateError, WebhookUrl};
+use crate::webhooks::{webhook_create_in, CreatedWebhook, WebhookCreateError};
 use crate::{Store, StoreError};
 use ironclad_core::role::Role;
+use ironclad_core::webhook_url::WebhookUrl;
 use ironclad_core::TenantId;
 use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};

@@ -4,8 +4,9 @@
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::http::StatusCode;
+use ironclad_core::webhook_url::WebhookUrl;
 use ironclad_core::TenantId;
-use ironclad_store::webhooks::{DeliveryView, RequeueOutcome, WebhookUrl, MAX_DESCRIPTION_LEN};
+use ironclad_store::webhooks::{DeliveryView, RequeueOutcome, MAX_DESCRIPTION_LEN};
 use serde_json::json;
 
 /// An endpoint's URL and description as checked for creation (the API's and the desk's one

@@ -7,10 +7,11 @@
 
 use chrono::Utc;
 use ironclad_core::notification::NotificationType;
+use ironclad_core::webhook_url::WebhookUrl;
 use ironclad_core::TenantId;
 use ironclad_store::notifications::NewNotification;
 use ironclad_store::webhooks::{
-    AttemptOutcome, AttemptRecord, InFlightShare, RequeueOutcome, WebhookCreateError, WebhookUrl,
+    AttemptOutcome, AttemptRecord, InFlightShare, RequeueOutcome, WebhookCreateError,
     DEFAULT_MAX_ENDPOINTS,
 };
 use ironclad_store::{Store, Transition};
