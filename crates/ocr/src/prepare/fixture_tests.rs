@@ -187,7 +187,7 @@ fn photographed_pages_are_found_where_they_lie() {
     );
 }
 
-/// The committed photo of `tests/photographed.rs` (a 150-DPI page whose corners are known):
+/// The committed photo of `tests/ocr/photographed.rs` (a 150-DPI page whose corners are known):
 /// found where it lies, flattened, evened out, and given back its resolution.
 #[test]
 fn the_committed_photo_is_flattened_to_its_page() {

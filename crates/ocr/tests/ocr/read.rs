@@ -3,7 +3,7 @@
 //!
 //! Scans are made at 150 DPI to keep the suite fast (a page OCRs in ≈0.1–0.3 s).
 
-mod common;
+use crate::common;
 
 use common::{encode, pdf, png_with_dpi, render, skew, tiff, tiff_with_dpi, Page, INVOICE};
 use image::{GrayImage, ImageFormat};
@@ -76,7 +76,7 @@ fn omp_thread_limit_is_set_by_the_reexec() {
         .env_remove("OMP_THREAD_LIMIT")
         .args([
             "--exact",
-            "child_reports_omp_thread_limit",
+            "read::child_reports_omp_thread_limit",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -13,7 +13,7 @@ use ironclad_core::page::{BBox, PageText, ReadMethod, Word};
 use ironclad_extract::{analyze, Analysis, Fact, Workflow};
 use serde_json::{json, Value};
 
-const TRADE: &str = include_str!("../../../workflows/trade.yaml");
+const TRADE: &str = include_str!("../../../../workflows/trade.yaml");
 
 fn samples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/dossiers")
@@ -514,7 +514,7 @@ fn scans_through_tesseract() {
 /// drift from the format.
 #[test]
 fn the_readme_example_loads() {
-    let readme = include_str!("../../../workflows/README.md");
+    let readme = include_str!("../../../../workflows/README.md");
     let start = readme.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
     let end = start + readme[start..].find("```").expect("closed block");
     let wf = Workflow::from_yaml(&readme[start..end]).unwrap_or_else(|e| panic!("{e}"));

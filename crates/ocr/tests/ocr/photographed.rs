@@ -19,8 +19,6 @@
 //! The test knows where each value is printed on the page (`pdftotext -bbox` of the PDF) and
 //! so where it lies on the photo.
 
-mod common;
-
 use ironclad_core::media::MediaType;
 use ironclad_core::page::BBox;
 use ironclad_ocr::{PageReader, ReadOptions};

@@ -16,7 +16,7 @@ use ironclad_core::rules::{evaluate, CaseFacts, DocumentFacts, Evidence, FactInp
 use ironclad_extract::{analyze, Fact, Workflow};
 use uuid::Uuid;
 
-const TRADE: &str = include_str!("../../../workflows/trade.yaml");
+const TRADE: &str = include_str!("../../../../workflows/trade.yaml");
 
 fn dossiers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/decisions")
@@ -222,7 +222,7 @@ fn every_decision_dossier_gets_the_decision_its_truth_states() {
     eprintln!("{checked} decision dossier(s) checked");
 }
 
-/// `cargo test -p ironclad-extract --test trade_decisions -- --ignored --nocapture`.
+/// `cargo test -p ironclad-extract --test extract trade_decisions:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "prints every dossier's rule results for a person to read"]
 fn dump_decisions() {

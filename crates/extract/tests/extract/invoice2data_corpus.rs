@@ -14,7 +14,7 @@ use std::process::Command;
 use ironclad_extract::invoice2data::{select_template, Area, Template};
 use serde_json::Value;
 
-#[path = "support/compare.rs"]
+#[path = "../support/compare.rs"]
 mod compare;
 use compare::{corpus, differences};
 

@@ -1,7 +1,7 @@
 //! Untrusted input: every bad file is a quick `ReadError::Terminal` naming what is wrong,
 //! never a panic, a hang or a huge allocation.
 
-mod common;
+use crate::common;
 
 use common::{pdf, Page};
 use ironclad_core::media::MediaType;
