@@ -417,8 +417,7 @@ impl Found {
             SelfEvident::Shape(shape) => split_in_two(shape, &page.words),
             SelfEvident::CheckDigit => Vec::new(),
         };
-        let words = page.words.iter().cloned().chain(split);
-        for word in words {
+        for word in page.words.iter().chain(&split) {
             if spec.region.is_some_and(|r| !r.contains_centre(word.bbox)) {
                 continue;
             }
@@ -507,14 +506,15 @@ impl<'a> SelfEvident<'a> {
     }
 }
 
+/// Widest gap, in characters, inside a value OCR split in two ([`split_in_two`]).
+const SPLIT_GAP_CHARS: f32 = 1.5;
+
 /// Values of `shape` that OCR split in two (`COSU44809436 71` on a fax): each word that is
 /// not of the shape alone but is with the next word of its line, when the gap between them is
 /// at most [`SPLIT_GAP_CHARS`] of the first word's characters wide (a space read inside the
 /// value, not the next column), as one word over both boxes, as sure as the less sure.
-/// Widest gap, in characters, inside a value OCR split in two ([`split_in_two`]).
-const SPLIT_GAP_CHARS: f32 = 1.5;
-
 fn split_in_two(shape: &Shape, words: &[Word]) -> Vec<Word> {
+    let whole = |raw: &str| shape.fit(raw).is_some_and(|f| f.repairs == 0);
     words
         .windows(2)
         .filter_map(|pair| {
@@ -524,20 +524,11 @@ fn split_in_two(shape: &Shape, words: &[Word]) -> Vec<Word> {
             let gap = b.x0 - a.x1;
             let close =
                 first.line == next.line && gap >= 0.0 && gap <= SPLIT_GAP_CHARS * char_width;
-            let text = format!(
-                "{} {}",
-                without_stray_marks(&first.text),
-                without_stray_marks(&next.text)
-            );
-            let whole = |raw: &str| shape.fit(raw).is_some_and(|f| f.repairs == 0);
-            (close && !whole(&first.text) && whole(&text)).then(|| Word {
+            let head = without_stray_marks(&first.text);
+            let text = format!("{head} {}", without_stray_marks(&next.text));
+            (close && !whole(head) && whole(&text)).then(|| Word {
                 text,
-                bbox: BBox {
-                    x0: a.x0.min(b.x0),
-                    y0: a.y0.min(b.y0),
-                    x1: a.x1.max(b.x1),
-                    y1: a.y1.max(b.y1),
-                },
+                bbox: a.union(b),
                 confidence: first.confidence.min(next.confidence),
                 line: first.line,
             })
