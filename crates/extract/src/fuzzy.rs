@@ -33,6 +33,23 @@ pub(crate) fn skeleton(folded: &str) -> Vec<u8> {
 
 const NON_ASCII: u8 = 0xFF;
 
+/// `skeleton` with each `ln` (`in`, `ln`, `In`) and `rn` as one `m`, the glyph a coarse scan
+/// makes of them.
+fn merge_m(skeleton: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(skeleton.len());
+    let mut i = 0;
+    while i < skeleton.len() {
+        if matches!(skeleton[i], b'l' | b'r') && skeleton.get(i + 1) == Some(&b'n') {
+            out.push(b'm');
+            i += 2;
+        } else {
+            out.push(skeleton[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Longest phrase skeleton searched approximately (one machine word of pattern bits).
 pub(crate) const MAX_PHRASE: usize = 64;
 
@@ -45,13 +62,42 @@ pub(crate) struct Phrase {
     /// For each byte, the positions in the phrase where it occurs (bit i = position i).
     positions: Box<[u64; 256]>,
     tolerance: u32,
+    /// The phrase as a coarse scan prints it, `in` or `rn` run together into `m`
+    /// (`Commercal mvoce`), when that spelling differs: see [`Phrase::label`].
+    merged: Option<Box<Phrase>>,
 }
 
 impl Phrase {
     /// `None` when the phrase has no letter or digit, or its skeleton is longer than
     /// [`MAX_PHRASE`].
     pub fn new(folded: &str, tolerance: u32) -> Option<Phrase> {
-        let pattern = skeleton(folded);
+        Phrase::from_skeleton(skeleton(folded), tolerance)
+    }
+
+    /// A label: [`Phrase::label_tolerance`] edits, and also found where OCR ran `in` or `rn`
+    /// together into one `m` inside a word (`mvoice`, `Commercial lnvoice` on a 1-bit fax), which
+    /// costs two edits and so was out of reach of every label shorter than 16 characters. In
+    /// that spelling the `m` is one letter, so an `in` lost whole (`voice date`) is one edit.
+    pub fn label(folded: &str) -> Option<Phrase> {
+        let tolerance = Phrase::label_tolerance(folded);
+        let mut phrase = Phrase::new(folded, tolerance)?;
+        // Word by word, as the page's words are skeletonized: `b/l no` keeps its `ln`.
+        let merged: Vec<u8> = folded
+            .split_whitespace()
+            .flat_map(|word| merge_m(&skeleton(word)))
+            .collect();
+        if merged != skeleton(folded) {
+            phrase.merged = Phrase::from_skeleton(merged, tolerance).map(Box::new);
+        }
+        Some(phrase)
+    }
+
+    /// The phrase and, for a label, its merged spelling: every way it may be printed.
+    pub fn spellings(&self) -> impl Iterator<Item = &Phrase> {
+        std::iter::once(self).chain(self.merged.as_deref())
+    }
+
+    fn from_skeleton(pattern: Vec<u8>, tolerance: u32) -> Option<Phrase> {
         if pattern.is_empty() || pattern.len() > MAX_PHRASE {
             return None;
         }
@@ -72,6 +118,7 @@ impl Phrase {
             ],
             positions,
             tolerance,
+            merged: None,
         })
     }
 
@@ -263,6 +310,30 @@ mod tests {
         assert_eq!(found[0], (10, 0));
         assert_eq!(found[1].1, 1, "`gr0ss weig(h)t` is one edit away");
         assert!(label.occurrences(&sk("net weight")).is_empty());
+    }
+
+    #[test]
+    fn a_label_is_found_where_in_or_rn_ran_together_into_m() {
+        let found = |label: &str, text: &str| {
+            let phrase = Phrase::label(&fold_str(label)).expect("label");
+            let found = phrase.spellings().any(|p| p.found_in(&sk(text)));
+            found
+        };
+        // A 1-bit fax: `In` became `m` and the `i`s were lost.
+        assert!(found("commercial invoice", "Commercal mvoce"));
+        assert!(!Phrase::label("commercial invoice")
+            .expect("label")
+            .found_in(&sk("Commercal mvoce")));
+        assert!(found("invoice no", "mvoice No."));
+        assert!(found("port of loading", "Port of Loadmg"));
+        // The merge stays inside a word, as the page's words are read: `B/L No.` is `bl`+`no`.
+        assert!(found("b/l no", "B/L No."));
+        assert!(!found("b/l no", "BM0"));
+        // The `m` is one edit, so an `in` lost whole is one edit too (fax-02's `voice date`).
+        assert!(found("invoice date", "voice date"));
+        // It is one spelling more, not a looser tolerance.
+        assert!(!found("invoice no", "mvolume No."));
+        assert!(!found("invoice date", "due date"));
     }
 
     #[test]

@@ -106,10 +106,20 @@ impl<'p> LabelPage<'p> {
     /// Every place one of `field`'s labels is printed (inside `region`, when given).
     pub fn find_labels(&self, field: &CompiledField, region: Option<Region>) -> Vec<LabelHit> {
         let mut hits = Vec::new();
-        for (label, phrase) in field.labels.iter().enumerate() {
-            for line in &self.lines {
-                for (end, edits) in phrase.occurrences(&line.0) {
-                    if let Some(words) = self.label_words_at(phrase, line, end, edits) {
+        for (label, spellings) in field.labels.iter().enumerate() {
+            for phrase in spellings.spellings() {
+                for line in &self.lines {
+                    for (end, edits) in phrase.occurrences(&line.0) {
+                        let Some(words) = self.label_words_at(phrase, line, end, edits) else {
+                            continue;
+                        };
+                        // Both spellings may find the same words: once is enough.
+                        if hits
+                            .iter()
+                            .any(|h: &LabelHit| h.label == label && h.words == words)
+                        {
+                            continue;
+                        }
                         let bbox = self.union(&words);
                         if region.is_none_or(|r| r.contains_centre(bbox)) {
                             hits.push(LabelHit {
@@ -149,9 +159,14 @@ impl<'p> LabelPage<'p> {
             return None;
         }
         let start = (end + 1).saturating_sub(phrase.len());
+        let edits_at = edits as usize;
         let covered: Vec<&(usize, Range<usize>)> = spans
             .iter()
             .filter(|(_, r)| r.start <= end && r.end > start)
+            // A word before the label that reaches into it by no more than the edits is what
+            // the edits stood for, letters the page lost at the label's start (`République
+            // voice date`), not part of it.
+            .skip_while(|(_, r)| r.start < start && r.end <= start + edits_at)
             .collect();
         let (first, last) = (covered.first()?, covered.last()?);
         let stray = |at: usize| text.get(at) == Some(&STRAY);
@@ -558,6 +573,44 @@ mod tests {
         assert_eq!(
             texts(&p, &p.values(&hc[0], &container.value_at)),
             ["TGHU9458075"]
+        );
+    }
+
+    #[test]
+    fn a_label_whose_in_a_fax_merged_or_lost_is_found_and_its_value_read() {
+        // | 14 rue dela République voice date' 13 March 2025   (fax-02: `In` lost)
+        // Commercal mvoce INV2562755                           (`In` read as `m`)
+        let pg = page(&[
+            ("République", 0.10, 0.20, 0.22, 0),
+            ("voice", 0.50, 0.20, 0.55, 0),
+            ("date'", 0.56, 0.20, 0.60, 0),
+            ("13", 0.62, 0.20, 0.64, 0),
+            ("March", 0.65, 0.20, 0.70, 0),
+            ("2025", 0.71, 0.20, 0.75, 0),
+            ("Commercal", 0.10, 0.30, 0.20, 1),
+            ("mvoce", 0.21, 0.30, 0.26, 1),
+            ("INV2562755", 0.28, 0.30, 0.38, 1),
+        ]);
+        let date = field("['invoice date']", "[right]");
+        let invoice = field("['commercial invoice']", "[right]");
+        let mut p = LabelPage::new(&pg);
+        let (hd, hi) = (p.find_labels(&date, None), p.find_labels(&invoice, None));
+        p.mark(&hd);
+        p.mark(&hi);
+        assert_eq!(hd.len(), 1, "{hd:?}");
+        assert_eq!(
+            hd[0].words,
+            [1, 2],
+            "the street's last letters are not the label's"
+        );
+        assert_eq!(
+            texts(&p, &p.values(&hd[0], &date.value_at)),
+            ["13 March 2025"]
+        );
+        assert_eq!(hi.len(), 1, "{hi:?}");
+        assert_eq!(
+            texts(&p, &p.values(&hi[0], &invoice.value_at)),
+            ["INV2562755"]
         );
     }
 

@@ -753,8 +753,8 @@ impl Validator {
         }
     }
 
-    /// Each label becomes a fuzzy phrase ([`Phrase::label_tolerance`]): OCR slips, stray
-    /// marks and joined words are the norm around table cells.
+    /// Each label becomes a fuzzy phrase ([`Phrase::label`]): OCR slips, stray marks and
+    /// joined words are the norm around table cells.
     fn labels(&mut self, path: &str, field: &FieldSpec) -> Vec<Phrase> {
         self.count(
             &format!("{path}.labels"),
@@ -764,7 +764,7 @@ impl Validator {
         let mut labels = Vec::new();
         for (l, label) in field.labels.iter().enumerate().take(limits::MAX_PATTERNS) {
             let folded = fold_str(label);
-            match Phrase::new(&folded, Phrase::label_tolerance(&folded)) {
+            match Phrase::label(&folded) {
                 Some(p) => labels.push(p),
                 None => self.issue(
                     format!("{path}.labels[{l}]"),
