@@ -89,13 +89,21 @@ fn extract_field(
     index: usize,
 ) -> Fact {
     let mut found = Found::default();
-    for (page, full) in pages.iter().zip(layouts) {
+    for (k, (page, full)) in pages.iter().zip(layouts).enumerate() {
         // A region gets its own layout: only its words, so a pattern cannot reach outside.
         let regional = spec.region.map(|r| PageLayout::within(page, r));
         let layout = regional.as_ref().unwrap_or(full);
+        let labels = labelled.get(k).map(|(lp, _)| lp);
         for (p, re) in compiled.patterns.iter().enumerate() {
             for caps in re.captures_iter(layout.folded().as_str()) {
-                found.add(spec.parser, compiled, page.index, layout, &caps, p);
+                found.add(
+                    spec.parser,
+                    compiled,
+                    page.index,
+                    (layout, labels),
+                    &caps,
+                    p,
+                );
             }
         }
     }
@@ -231,7 +239,7 @@ impl Found {
         kind: ParserKind,
         field: &CompiledField,
         page: u32,
-        layout: &PageLayout<'_>,
+        (layout, labels): (&PageLayout<'_>, Option<&LabelPage<'_>>),
         caps: &regex::Captures<'_>,
         pattern: usize,
     ) {
@@ -256,6 +264,11 @@ impl Found {
         let Some(evidence) = layout.evidence(range) else {
             return;
         };
+        // A label is never a value: the pattern's blanks ran past an empty cell or a value
+        // printed off its line (`Packing list No.:` then `Invoice No.: …` under it).
+        if labels.is_some_and(|lp| lp.holds_label_word(evidence.bbox)) {
+            return;
+        }
         // A label with no words on its line (the match began with the break) has no column.
         let other_column = label
             .and_then(|l| layout.evidence(layout.folded().original_range(l)))
@@ -1147,6 +1160,49 @@ document_types:
             "{:?}",
             raws(f)
         );
+    }
+
+    #[test]
+    fn a_pattern_running_past_an_empty_cell_does_not_take_the_next_label() {
+        // Packing list No.:              (its value printed off the line, unread)
+        // Invoice No.: IO-25-2104        (mono-05: the pattern took `Invoice`)
+        let wf = Workflow::from_yaml(
+            r#"
+name: t
+version: 1
+document_types:
+  - id: packing_list
+    title: Packing list
+    recognition:
+      keywords: [{text: packing list, weight: 1}]
+    fields:
+      - name: packing_list_number
+        parser: text
+        patterns: ['packing list no\.?\s*:\s*(?P<value>[a-z0-9][a-z0-9/.-]{2,30})']
+        labels: ['packing list no']
+      - name: invoice_number
+        parser: text
+        patterns: ['invoice no\.?\s*:\s*(?P<value>[a-z0-9][a-z0-9/.-]{2,30})']
+        labels: ['invoice no']
+"#,
+        )
+        .unwrap();
+        let page = placed_page(
+            &[
+                ("Packing", 0.50, 0.20, 0.56, 0),
+                ("list", 0.57, 0.20, 0.60, 0),
+                ("No.:", 0.61, 0.20, 0.64, 0),
+                ("Invoice", 0.50, 0.215, 0.56, 1),
+                ("No.:", 0.57, 0.215, 0.60, 1),
+                ("IO-25-2104", 0.62, 0.215, 0.71, 1),
+            ],
+            0.9,
+        );
+        let facts = extract(&wf, "packing_list", &[&page]);
+        let f = fact(&facts, "packing_list_number");
+        assert!(f.chosen.is_none(), "{:?}", raws(f));
+        let invoice = fact(&facts, "invoice_number").chosen.clone();
+        assert_eq!(invoice.map(|c| c.raw).as_deref(), Some("IO-25-2104"));
     }
 
     #[test]
