@@ -43,13 +43,14 @@ const DEFAULT_DOSSIERS: &[&str] = &[
 ];
 
 /// Least share of dossiers whose decision is the expected one: what the reading gives today
-/// (22/26 of every dossier, 10/11 of the default subset, with stamps faded by default and a
+/// (24/26 of every dossier, 11/11 of the default subset, with a label whose start a fax lost
+/// read again on its row, on 2026-12-07; 22/26 and 10/11 with stamps faded by default and a
 /// container number found by its check digit, on 2026-12-07; 21/26 with stamps faded and ink
 /// without words read again on 2026-12-05; 17/26 and 7/11
 /// with the second look and the rules' OCR gaps; 9/26 and 5/11 when the fixtures were added),
 /// the lesser rounded down; see tests/fixtures/README.md. The target is 0.97, with no dossier
 /// wrongly BLOCKED or wrongly READY (asserted apart, and met).
-const MIN_OUTCOMES_RIGHT: f64 = 0.84;
+const MIN_OUTCOMES_RIGHT: f64 = 0.92;
 
 /// Longest wait for every hard case to settle: each page is OCRed, on a shared CI host.
 const HARD_SETTLE: Duration = Duration::from_secs(900);

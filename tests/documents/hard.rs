@@ -40,7 +40,7 @@ const PHOTO_MIN_FIELD_ACCURACY: f64 = 0.98;
 /// Phone photos: pages typed right.
 const PHOTO_MIN_PAGES_TYPED: f64 = 1.0;
 /// Faxes: fields read right.
-const FAX_MIN_FIELD_ACCURACY: f64 = 0.91;
+const FAX_MIN_FIELD_ACCURACY: f64 = 0.93;
 /// Faxes: pages typed right.
 const FAX_MIN_PAGES_TYPED: f64 = 1.0;
 /// Stamped scans: fields read right.

@@ -55,7 +55,7 @@ pub(crate) fn extract_layouts(
 
 /// Each page with the label hits of every field (by field index), every label's words
 /// marked so that no value runs into another field's label. Empty when no field has labels.
-fn labelled_pages<'p>(
+pub(crate) fn labelled_pages<'p>(
     specs: &[FieldSpec],
     fields: &[CompiledField],
     pages: &[&'p PageText],

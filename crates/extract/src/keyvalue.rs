@@ -406,6 +406,11 @@ impl<'p> LabelPage<'p> {
         }
     }
 
+    /// Whether word `i` is part of some label of the document type (see [`LabelPage::mark`]).
+    pub fn is_label_word(&self, i: usize) -> bool {
+        self.label_words.get(i).copied().unwrap_or(false)
+    }
+
     /// Whether a word of some label of the document type sits inside `bbox` (a value's box):
     /// a pattern whose blanks ran past an empty cell took the next label for its value.
     pub fn holds_label_word(&self, bbox: BBox) -> bool {

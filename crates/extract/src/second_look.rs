@@ -1,16 +1,18 @@
 //! A second look at doubtful values: which fields to read again, where on the page, and what
 //! the new readings change.
 //!
-//! After a source is analysed, a field is *doubtful* when its value is missing (but its label
-//! was found on a page read by OCR), its readings conflict, its chosen value is below the
-//! workflow's confidence floor, does not take the field's declared `shape`, is a container
-//! number whose check digit fails, or looks cut short (the next word on its row starts with
-//! a hyphen or slash: OCR split the value). For each doubtful field this module names the
-//! places its value should be — the rest of its label's row up to the next column, the block
-//! under the label, the row of a doubtful reading — as [`Look`]s. The caller (the reading
-//! crate) reads those regions again with OCR, on their own, and hands the words back to
-//! [`apply`], which turns them into candidates with their own evidence box and the origin
-//! [`CandidateOrigin::SecondLook`], then lets confidence and the parser choose again.
+//! After a source is analysed, a field is *doubtful* when its value is missing (and it has
+//! labels to look for), its readings conflict, its chosen value is below the workflow's
+//! confidence floor, does not take the field's declared `shape`, is a container number whose
+//! check digit fails, or looks cut short (the next word on its row starts with a hyphen or
+//! slash: OCR split the value). For each doubtful field this module names the places its
+//! value should be — the rest of its label's row up to the next column, the block under the
+//! label, the row of a doubtful reading, and for a missing value whose label was not found,
+//! a row where the first reading kept only the label's end (`@ No.:`) — as [`Look`]s. The
+//! caller (the reading crate) reads those regions again with OCR, on their own, and hands the
+//! words back to [`apply`], which turns them into candidates with their own evidence box and
+//! the origin [`CandidateOrigin::SecondLook`], then lets confidence and the parser choose
+//! again.
 //!
 //! Two readings of the same spot that disagree are settled by what the parser knows, not by
 //! confidence alone: a reading that is a cut-off start or end of the other, one that does not
@@ -26,10 +28,13 @@ use ironclad_core::page::{BBox, PageText, ReadMethod, Word};
 use ironclad_core::parse::Value;
 
 use crate::extract::{
-    choose, read, round, same_value, CONFLICT_MARGIN, DIRECTION_COST, LABEL_EDIT_COST,
+    choose, labelled_pages, read, round, same_value, CONFLICT_MARGIN, DIRECTION_COST,
+    LABEL_EDIT_COST,
 };
-use crate::keyvalue::{is_number_mark, is_rule_mark, LabelPage};
+use crate::fuzzy::skeleton;
+use crate::keyvalue::{is_number_mark, is_rule_mark, LabelHit, LabelPage};
 use crate::workflow::{CompiledField, Direction, FieldSpec, Workflow};
+use ironclad_core::fold::fold_str;
 
 /// Most regions read again on one page: the time a page's second look may take is about this
 /// many single-line readings (≈50–150 ms each on two cores), on top of decoding the page again.
@@ -98,6 +103,10 @@ pub struct Look {
     /// What a reading there keeps of its OCR confidence × certainty, as the first reading's
     /// candidates there do (a fuzzy label, a second-choice direction).
     pub factor: f64,
+    /// The first reading lost the start of the label on this row (`@ No.:` for `Invoice
+    /// No.:`): what is read there counts only after one of the field's labels, read whole
+    /// this time, and the label's box is that reading's.
+    pub after_label: bool,
 }
 
 /// What a second look changed.
@@ -131,7 +140,7 @@ pub fn plan(workflow: &Workflow, analysis: &Analysis, pages: &[PageText]) -> Vec
         if seg_pages.is_empty() {
             continue;
         }
-        let labelled: Vec<LabelPage<'_>> = seg_pages.iter().map(|p| LabelPage::new(p)).collect();
+        let labelled = labelled_pages(&spec.fields, &compiled.fields, &seg_pages);
         for fact in &seg.facts {
             let Some(k) = spec.fields.iter().position(|f| f.name == fact.field) else {
                 continue;
@@ -140,8 +149,8 @@ pub fn plan(workflow: &Workflow, analysis: &Analysis, pages: &[PageText]) -> Vec
             let Some(doubt) = doubt_of(fact, cfield, floor, &seg_pages) else {
                 continue;
             };
-            for (page, lp) in seg_pages.iter().zip(&labelled) {
-                let mut mine = field_looks(s, field, cfield, fact, doubt, page, lp);
+            for (page, (lp, hits)) in seg_pages.iter().zip(&labelled) {
+                let mut mine = field_looks(s, field, cfield, fact, doubt, page, lp, &hits[k]);
                 mine.truncate(MAX_LOOKS_PER_FIELD);
                 for look in mine {
                     let on_page = looks.iter().filter(|l| l.page == look.page).count();
@@ -314,7 +323,8 @@ fn doubt_of(
 ) -> Option<Doubt> {
     let on_ocr = |page: u32| ocr_pages.iter().any(|p| p.index == page);
     let Some(chosen) = &fact.chosen else {
-        // Without a label there is nowhere to look.
+        // Without a label there is nowhere to look (a label found, or its end: see
+        // `lost_label_rows`).
         return (!field.labels.is_empty()).then_some(Doubt::Missing);
     };
     if !on_ocr(chosen.page) && !fact.conflict {
@@ -396,8 +406,10 @@ fn cut_short(chosen: &Candidate, page: &PageText) -> bool {
         })
 }
 
-/// The regions to read for one doubtful field on one page: where its labels say its value
-/// is, and the rows of the readings in doubt that no label placed.
+/// The regions to read for one doubtful field on one page: where its labels (`hits`) say its
+/// value is, the rows of the readings in doubt that no label placed, and for a missing value
+/// whose label was not found, the rows where the first reading may have lost its start.
+#[allow(clippy::too_many_arguments)]
 fn field_looks(
     segment: usize,
     field: &FieldSpec,
@@ -406,6 +418,7 @@ fn field_looks(
     doubt: Doubt,
     page: &PageText,
     lp: &LabelPage<'_>,
+    hits: &[LabelHit],
 ) -> Vec<Look> {
     let look = |region: BBox, mode, line_height: f32, pattern, label_bbox, factor: f64| Look {
         segment,
@@ -418,9 +431,10 @@ fn field_looks(
         pattern,
         label_bbox,
         factor: factor.clamp(0.0, 1.0),
+        after_label: false,
     };
     let mut out = Vec::new();
-    for hit in lp.find_labels(compiled, field.region) {
+    for hit in hits {
         let l = hit.bbox;
         let h = l.y1 - l.y0;
         let pattern = compiled.patterns.len() + hit.label;
@@ -450,6 +464,21 @@ fn field_looks(
                 )),
                 Direction::Below => {}
             }
+        }
+    }
+    if doubt == Doubt::Missing && hits.is_empty() && compiled.value_at.contains(&Direction::Right) {
+        for (label, region, h) in lost_label_rows(field, page, lp) {
+            out.push(Look {
+                after_label: true,
+                ..look(
+                    region,
+                    LookMode::Line,
+                    h,
+                    compiled.patterns.len() + label,
+                    None,
+                    1.0,
+                )
+            });
         }
     }
     // Readings no label placed (a pattern's): their own row.
@@ -498,6 +527,105 @@ fn field_looks(
             None,
             factor,
         ));
+    }
+    out
+}
+
+/// Most letters or digits the first reading may have kept of a label's lost start: `@` of
+/// `Invoice`. A longer word there is another label (`Booking No.:`), not this one.
+const LOST_START_KEPT: usize = 2;
+/// Fewest letters of a label's end that stand for the whole label when the rest is lost
+/// (`ckages` of `Total packages`); a label's last word itself (`No.`) may be shorter.
+const MIN_LABEL_END: usize = 4;
+/// A lost label character's width, in the line's average characters
+/// ([`CHAR_PER_LINE_HEIGHT`]): the room is made generous, the reading finds the label in it.
+const LOST_CHAR_WIDTH: f32 = 1.3;
+
+/// Rows where a missing field's label may be printed though the first reading lost its start:
+/// a word that is one of the field's labels' last word (`@ No.:` for `Invoice No.:`) or a
+/// cut-off end of it (`ckages:` for `Total packages:`), that no other field's label claims,
+/// with nothing before it where the rest of the label would be but [`LOST_START_KEPT`]
+/// letters or a piece of the label itself (Tesseract may read `Total pack` as a line of its
+/// own), and something after it. For each: the label's index, the row from where the
+/// label would start to the end of what follows it, and the row's height. What is read
+/// there counts only after the label, read whole (see [`Look::after_label`]), so a row that
+/// holds another label costs a reading and changes nothing.
+fn lost_label_rows(
+    field: &FieldSpec,
+    page: &PageText,
+    lp: &LabelPage<'_>,
+) -> Vec<(usize, BBox, f32)> {
+    // Each label's skeleton and its last word's, shortest first: a row is read once, for the
+    // label that leaves the least to have been lost.
+    let mut labels: Vec<(usize, Vec<u8>, Vec<u8>)> = field
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(k, text)| {
+            let folded = fold_str(text);
+            let last = folded
+                .split_whitespace()
+                .last()
+                .map(skeleton)
+                .unwrap_or_default();
+            (k, skeleton(&folded), last)
+        })
+        .collect();
+    labels.sort_by_key(|(_, whole, _)| whole.len());
+    let mut out = Vec::new();
+    for (i, w) in page.words.iter().enumerate() {
+        let kept = skeleton(&fold_str(&w.text));
+        if kept.is_empty() || lp.is_label_word(i) {
+            continue;
+        }
+        let b = w.bbox;
+        let h = b.y1 - b.y0;
+        let cw = h * CHAR_PER_LINE_HEIGHT;
+        let centre = (b.y0 + b.y1) / 2.0;
+        for (label, whole, last) in &labels {
+            let is_end = kept.len() < whole.len()
+                && whole.ends_with(&kept)
+                && (kept.len() >= MIN_LABEL_END || kept == *last);
+            if !is_end {
+                continue;
+            }
+            // Room for the lost start (capitals and spaces are wider than the line's
+            // average character), and a character or two more.
+            let start =
+                (b.x0 - (whole.len() - kept.len() + 3) as f32 * cw * LOST_CHAR_WIDTH).max(0.0);
+            let mut before: Vec<(usize, &Word)> = page
+                .words
+                .iter()
+                .enumerate()
+                .filter(|&(k, o)| {
+                    let c = (o.bbox.y0 + o.bbox.y1) / 2.0;
+                    k != i
+                        && (c - centre).abs() < 0.6 * h
+                        && o.bbox.x1 > start
+                        && o.bbox.x1 <= b.x0 + cw / 2.0
+                })
+                .collect();
+            before.sort_by(|a, c| a.1.bbox.x0.total_cmp(&c.1.bbox.x0));
+            let before_text: Vec<u8> = before
+                .iter()
+                .flat_map(|(_, o)| skeleton(&fold_str(&o.text)))
+                .collect();
+            // The lost start may also have been read, as a line of its own (`Invoic` in
+            // another block): then it is part of the label.
+            let lost = before_text.len() <= LOST_START_KEPT
+                || whole
+                    .windows(before_text.len())
+                    .any(|part| part == before_text.as_slice());
+            if !lost || before.iter().any(|&(k, _)| lp.is_label_word(k)) {
+                continue;
+            }
+            let (mut region, found) = row_region(page, b, b.x1, &[i]);
+            if found {
+                region.x0 = start;
+                out.push((*label, region.normalized(), h));
+            }
+            break;
+        }
     }
     out
 }
@@ -624,8 +752,18 @@ fn reading(
     look: &Look,
     words: &[Word],
 ) -> Option<Candidate> {
+    let (words, label_bbox, factor) = if look.after_label {
+        let (after, label, edits) = after_label(compiled, look, words)?;
+        let factor = look.factor * (1.0 - LABEL_EDIT_COST * f64::from(edits));
+        (after, Some(label), factor)
+    } else {
+        (words.iter().collect(), look.label_bbox, look.factor)
+    };
     let mut lines: Vec<Vec<&Word>> = Vec::new();
-    let mut sorted: Vec<&Word> = words.iter().filter(|w| !w.text.trim().is_empty()).collect();
+    let mut sorted: Vec<&Word> = words
+        .into_iter()
+        .filter(|w| !w.text.trim().is_empty())
+        .collect();
     sorted.sort_by(|a, b| a.line.cmp(&b.line).then(a.bbox.x0.total_cmp(&b.bbox.x0)));
     for w in sorted {
         match lines.last_mut() {
@@ -672,8 +810,19 @@ fn reading(
             })
             .unwrap_or(line.len());
         let line = &line[start..end];
-        for n in (1..=line.len()).rev() {
-            let used = &line[..n];
+        // A border's remnant before the value (`| oo USD 79.142,60` in a fax's table cell)
+        // is skipped when the parser refuses what starts with it: at most two such words,
+        // each of at most two letters and no digit.
+        let junk = |w: &&&Word| {
+            let t = w.text.trim();
+            t.chars().filter(|c| c.is_alphanumeric()).count() <= 2
+                && !t.chars().any(|c| c.is_ascii_digit())
+        };
+        let skippable = line.iter().take(2).take_while(junk).count();
+        let starts =
+            (0..=skippable).flat_map(|skip| (1..=line.len() - skip).rev().map(move |n| (skip, n)));
+        for (skip, n) in starts {
+            let used = &line[skip..skip + n];
             let raw = used
                 .iter()
                 .map(|w| w.text.trim())
@@ -703,18 +852,56 @@ fn reading(
                 page: look.page,
                 bbox,
                 raw,
-                confidence: round(ocr * parsed.certainty * look.factor),
+                confidence: round(ocr * parsed.certainty * factor),
                 ocr_confidence: round(ocr),
                 certainty: parsed.certainty,
                 value: parsed.value,
                 pattern: look.pattern,
-                label_bbox: look.label_bbox,
+                label_bbox,
                 template: None,
                 origin: Some(CandidateOrigin::SecondLook),
             });
         }
     }
     None
+}
+
+/// The words of a reading that follow one of the field's labels on its line, with the
+/// label's box and edits: what counts of a row whose label lost its start at the first
+/// reading ([`Look::after_label`]). `None` when the reading shows none of the labels.
+fn after_label<'w>(
+    compiled: &CompiledField,
+    look: &Look,
+    words: &'w [Word],
+) -> Option<(Vec<&'w Word>, BBox, u32)> {
+    let read = PageText {
+        index: look.page,
+        method: ReadMethod::Ocr,
+        confidence: 0.0,
+        rotation: 0,
+        size_pt: None,
+        words: words.to_vec(),
+        line_blocks: Vec::new(),
+    };
+    let hit = LabelPage::new(&read)
+        .find_labels(compiled, None)
+        .into_iter()
+        .min_by_key(|h| h.edits)?;
+    let last = *hit.words.last()?;
+    let (end, line) = (words[last].bbox.x1, words[last].line);
+    // `No.:SBE-25-4387`: the label's last word holds the value too.
+    let glued = after_glued_label(&words[last].text) != words[last].text;
+    let after = words
+        .iter()
+        .enumerate()
+        .filter(|&(k, w)| {
+            w.line == line
+                && ((k == last && glued)
+                    || (!hit.words.contains(&k) && (w.bbox.x0 + w.bbox.x1) / 2.0 > end))
+        })
+        .map(|(_, w)| w)
+        .collect();
+    Some((after, hit.bbox, hit.edits))
 }
 
 /// What follows a label OCR glued to its value (`No.:.2025.949.7426` → `2025.949.7426`): the
@@ -1156,6 +1343,7 @@ policy:
             pattern: 1,
             label_bbox: None,
             factor: 1.0,
+            after_label: false,
         };
         let wf = wf();
         let (spec, compiled) = wf.compiled_type("customs_declaration").expect("type");
@@ -1230,6 +1418,100 @@ policy:
         let (region, found) = row_region(&page, label, 0.182, &[0, 1]);
         assert!(!found);
         assert!(region.x1 >= 0.472 && region.x1 < 0.55, "{region:?}");
+    }
+
+    /// A missing value whose label lost its start at the first reading (`@ No.:`, or `Invoic`
+    /// read as a line of its own) is looked for on its row, and what is read there counts
+    /// only after the label; a row holding another label (`Booking No.:`) is not read.
+    #[test]
+    fn a_label_whose_start_the_first_reading_lost_is_read_again_on_its_row() {
+        let page = ocr(crate::layout::tests::placed_page(
+            &[
+                ("CUSTOMS", 0.10, 0.05, 0.20, 0),
+                ("DECLARATION", 0.21, 0.05, 0.35, 0),
+                ("@", 0.10, 0.20, 0.115, 1),
+                ("No.:", 0.12, 0.20, 0.16, 1),
+                ("SBE-25-4387", 0.17, 0.20, 0.27, 1),
+                ("Booking", 0.10, 0.25, 0.17, 2),
+                ("No.:", 0.175, 0.25, 0.21, 2),
+                ("B-2", 0.22, 0.25, 0.26, 2),
+                ("No.:", 0.16, 0.30, 0.19, 3),
+                ("INV-77", 0.20, 0.30, 0.26, 3),
+                ("Invoic", 0.10, 0.30, 0.15, 4),
+            ],
+            0.9,
+        ));
+        let wf = wf();
+        let mut a = analyze(&wf, std::slice::from_ref(&page));
+        assert!(fact(&a, "invoice_number").chosen.is_none());
+        let looks = plan(&wf, &a, std::slice::from_ref(&page));
+        let rows: Vec<f32> = looks
+            .iter()
+            .filter(|l| l.field == "invoice_number" && l.after_label)
+            .map(|l| (l.region.y0 + l.region.y1) / 2.0)
+            .collect();
+        assert!(rows.iter().any(|y| (y - 0.206).abs() < 0.01), "{looks:?}");
+        assert!(rows.iter().any(|y| (y - 0.306).abs() < 0.01), "{looks:?}");
+        assert!(!rows.iter().any(|y| (y - 0.256).abs() < 0.02), "{looks:?}");
+        // Read again: the `@` row shows its label whole, the other row does not.
+        let readings: Vec<Vec<Word>> = looks
+            .iter()
+            .map(|l| {
+                if l.field == "invoice_number" && l.region.y0 < 0.2 && l.region.y1 > 0.2 {
+                    vec![
+                        word("Invoice", 0.06, 0.20, 0.11, 0.9),
+                        word("No.:", 0.12, 0.20, 0.16, 0.9),
+                        word("SBE-25-4387", 0.17, 0.20, 0.27, 0.93),
+                    ]
+                } else {
+                    vec![
+                        word("Booking", 0.06, l.region.y0, 0.11, 0.9),
+                        word("No.:", 0.12, l.region.y0, 0.16, 0.9),
+                        word("INV-77", 0.20, l.region.y0, 0.26, 0.9),
+                    ]
+                }
+            })
+            .collect();
+        apply(&wf, &mut a, &looks, &readings);
+        let f = fact(&a, "invoice_number");
+        let chosen = f.chosen.as_ref().expect("read after its label");
+        assert_eq!(chosen.raw, "SBE-25-4387");
+        assert_eq!(chosen.origin, Some(CandidateOrigin::SecondLook));
+        assert!(chosen.label_bbox.is_some_and(|b| b.x0 < 0.07), "{chosen:?}");
+        assert_eq!(f.candidates.len(), 1, "{f:?}");
+    }
+
+    /// A border's remnant before a value in a line crop is skipped when the parser refuses it.
+    #[test]
+    fn a_border_remnant_before_a_value_is_skipped() {
+        let look = Look {
+            segment: 0,
+            field: "container_number".into(),
+            doubt: Doubt::Missing,
+            page: 0,
+            region: BBox {
+                x0: 0.0,
+                y0: 0.0,
+                x1: 1.0,
+                y1: 0.05,
+            },
+            mode: LookMode::Line,
+            line_height: 0.015,
+            pattern: 0,
+            label_bbox: None,
+            factor: 1.0,
+            after_label: false,
+        };
+        let wf = wf();
+        let (spec, compiled) = wf.compiled_type("customs_declaration").expect("type");
+        let words = [
+            word("|", 0.0, 0.01, 0.01, 0.9),
+            word("oo", 0.02, 0.01, 0.05, 0.5),
+            word("MSCU6394171", 0.06, 0.01, 0.2, 0.9),
+        ];
+        let c = reading(&spec.fields[1], &compiled.fields[1], &look, &words).expect("a value");
+        assert_eq!(c.raw, "MSCU6394171");
+        assert!(c.bbox.x0 >= 0.06, "{c:?}");
     }
 
     /// Two different whole readings of one spot stay a conflict for a person.

@@ -483,12 +483,7 @@ impl PageReader {
             let _turn = self.budget.turn(number);
             let deadline = Instant::now() + self.opts.page_timeout;
             let (img, dpi, _) = self.page_image(&source, p.page.index, deadline)?;
-            let prepared = prepare::prepare(img, dpi);
-            let page = second_look::PreparedPage {
-                img: prepared.img,
-                geometry: prepared.geometry,
-                dpi,
-            };
+            let page = second_look::PreparedPage::for_crops(img, dpi);
             out.push(second_look::read_crops(
                 &self.ocr, &page, p.page, &p.crops, deadline,
             )?);

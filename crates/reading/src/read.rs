@@ -92,7 +92,7 @@ pub fn read_document(
                 Ok(readings) => {
                     for (look, words) in looks.iter().zip(&readings) {
                         let text: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-                        tracing::debug!(field = %look.field, doubt = ?look.doubt, mode = ?look.mode,
+                        tracing::debug!(field = %look.field, doubt = ?look.doubt, mode = ?look.mode, after_label = look.after_label,
                             page = look.page + 1, region = ?look.region, read = %text.join(" "),
                             "second look region");
                     }
