@@ -29,6 +29,13 @@ impl BBox {
         }
     }
 
+    /// Whether the centre of `other` lies inside this box (edges included): where a word
+    /// belongs when boxes overlap only in part.
+    pub fn contains_centre(self, other: BBox) -> bool {
+        let (cx, cy) = ((other.x0 + other.x1) / 2.0, (other.y0 + other.y1) / 2.0);
+        (self.x0..=self.x1).contains(&cx) && (self.y0..=self.y1).contains(&cy)
+    }
+
     /// Clamps every edge into 0..=1 and orders the edges.
     pub fn normalized(self) -> BBox {
         let c = |v: f32| {
@@ -126,6 +133,33 @@ mod tests {
             confidence: 1.0,
             line,
         }
+    }
+
+    #[test]
+    fn a_box_holds_what_its_centre_is_in() {
+        // Edges that are exact in binary, so the centre on an edge is exactly on it.
+        let cell = BBox {
+            x0: 0.25,
+            y0: 0.25,
+            x1: 0.5,
+            y1: 0.375,
+        };
+        let word = |x0: f32, x1: f32| BBox {
+            x0,
+            y0: 0.25,
+            x1,
+            y1: 0.375,
+        };
+        // Half out of the cell, centre in it.
+        assert!(cell.contains_centre(word(0.125, 0.625)));
+        // On the edge counts.
+        assert!(cell.contains_centre(word(0.375, 0.625)));
+        assert!(!cell.contains_centre(word(0.375, 0.75)));
+        assert!(!cell.contains_centre(BBox {
+            y0: 0.375,
+            y1: 0.5,
+            ..word(0.25, 0.5)
+        }));
     }
 
     #[test]

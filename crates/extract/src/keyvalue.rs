@@ -414,10 +414,10 @@ impl<'p> LabelPage<'p> {
     /// Whether a word of some label of the document type sits inside `bbox` (a value's box):
     /// a pattern whose blanks ran past an empty cell took the next label for its value.
     pub fn holds_label_word(&self, bbox: BBox) -> bool {
-        self.label_words.iter().zip(&self.boxes).any(|(&label, b)| {
-            let (cx, cy) = ((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0);
-            label && (bbox.x0..=bbox.x1).contains(&cx) && (bbox.y0..=bbox.y1).contains(&cy)
-        })
+        self.label_words
+            .iter()
+            .zip(&self.boxes)
+            .any(|(&label, &b)| label && bbox.contains_centre(b))
     }
 
     /// The union of the words' boxes.

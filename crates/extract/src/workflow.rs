@@ -244,8 +244,8 @@ pub struct Region {
 impl Region {
     /// Whether the centre of `b` lies inside this region (edges included).
     pub fn contains_centre(&self, b: BBox) -> bool {
-        let (cx, cy) = ((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0);
-        (self.x0..=self.x1).contains(&cx) && (self.y0..=self.y1).contains(&cy)
+        let Region { x0, y0, x1, y1 } = *self;
+        BBox { x0, y0, x1, y1 }.contains_centre(b)
     }
 }
 

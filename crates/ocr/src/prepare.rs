@@ -277,6 +277,13 @@ pub(crate) struct Decisions {
     pub stamps_faded: bool,
 }
 
+/// Whether [`prepare`] would at most turn `img` back by `max_deg` degrees (no flattening),
+/// or leave it as it is: what preparing would do to the page's geometry, without doing it.
+pub(crate) fn turns_at_most(img: &Gray, max_deg: f64) -> bool {
+    Plan::of(img)
+        .is_none_or(|plan| !plan.flattened && plan.skew.is_none_or(|deg| deg.abs() <= max_deg))
+}
+
 /// The page as Tesseract should read it. Deterministic (see the module documentation).
 pub(crate) fn prepare(img: Gray, dpi: Option<u32>) -> Prepared {
     prepare_explained(img, dpi).0

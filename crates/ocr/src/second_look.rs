@@ -115,23 +115,18 @@ impl PreparedPage {
     /// (the `tesseract` CLI reads them there too). A line crop hardly feels a degree of skew.
     pub fn for_crops(img: Gray, dpi: Option<u32>) -> PreparedPage {
         let bilevel = img.pixels.iter().all(|&p| p == 0 || p == 255);
-        let stored = bilevel.then(|| img.clone());
-        let (prepared, decisions) = prepare::prepare_explained(img, dpi);
-        let slight = !decisions.flattened
-            && decisions
-                .deskewed
-                .is_some_and(|deg| deg.abs() <= STORED_CROP_MAX_SKEW_DEG);
-        match stored {
-            Some(img) if slight => PreparedPage {
+        if bilevel && prepare::turns_at_most(&img, STORED_CROP_MAX_SKEW_DEG) {
+            return PreparedPage {
                 img,
                 geometry: Geometry::identity(),
                 dpi,
-            },
-            _ => PreparedPage {
-                img: prepared.img,
-                geometry: prepared.geometry,
-                dpi,
-            },
+            };
+        }
+        let prepared = prepare::prepare(img, dpi);
+        PreparedPage {
+            img: prepared.img,
+            geometry: prepared.geometry,
+            dpi,
         }
     }
 }
