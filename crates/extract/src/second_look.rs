@@ -140,7 +140,14 @@ pub fn plan(workflow: &Workflow, analysis: &Analysis, pages: &[PageText]) -> Vec
         if seg_pages.is_empty() {
             continue;
         }
-        let labelled = labelled_pages(&spec.fields, &compiled.fields, &seg_pages);
+        let mut labelled = labelled_pages(&spec.fields, &compiled.fields, &seg_pages);
+        if labelled.is_empty() {
+            // No field has labels: a pattern's doubtful reading is still looked at again.
+            labelled = seg_pages
+                .iter()
+                .map(|p| (LabelPage::new(p), Vec::new()))
+                .collect();
+        }
         for fact in &seg.facts {
             let Some(k) = spec.fields.iter().position(|f| f.name == fact.field) else {
                 continue;
@@ -150,7 +157,8 @@ pub fn plan(workflow: &Workflow, analysis: &Analysis, pages: &[PageText]) -> Vec
                 continue;
             };
             for (page, (lp, hits)) in seg_pages.iter().zip(&labelled) {
-                let mut mine = field_looks(s, field, cfield, fact, doubt, page, lp, &hits[k]);
+                let hits = hits.get(k).map_or(&[][..], Vec::as_slice);
+                let mut mine = field_looks(s, field, cfield, fact, doubt, page, lp, hits);
                 mine.truncate(MAX_LOOKS_PER_FIELD);
                 for look in mine {
                     let on_page = looks.iter().filter(|l| l.page == look.page).count();
@@ -1418,6 +1426,50 @@ policy:
         let (region, found) = row_region(&page, label, 0.182, &[0, 1]);
         assert!(!found);
         assert!(region.x1 >= 0.472 && region.x1 < 0.55, "{region:?}");
+    }
+
+    /// A workflow of patterns only (no field has labels) still has its doubtful readings
+    /// looked at again.
+    #[test]
+    fn a_pattern_only_workflow_still_gets_a_second_look() {
+        let wf = Workflow::from_yaml(
+            &WF.replace("        labels: [\"invoice no\"]\n", "")
+                .replace(
+                    "        labels: [\"container no\"]\n",
+                    "        patterns: ['container no\\.?\\s*:\\s*(?P<value>[a-z]{4}\\d{7})']\n",
+                ),
+        )
+        .expect("workflow");
+        let (spec, _) = wf.compiled_type("customs_declaration").expect("type");
+        assert!(spec.fields.iter().all(|f| f.labels.is_empty()));
+        let mut page = ocr(grid_page(
+            &["CUSTOMS DECLARATION", "Invoice No.: DPI"],
+            0.92,
+        ));
+        let row = page
+            .words
+            .iter()
+            .find(|w| w.text == "DPI")
+            .map(|w| w.bbox)
+            .expect("DPI");
+        page.words.push(Word {
+            text: "-2404-118".into(),
+            bbox: BBox {
+                x0: row.x1 + 0.06,
+                x1: row.x1 + 0.15,
+                ..row
+            },
+            confidence: 0.9,
+            line: 2,
+        });
+        let a = analyze(&wf, std::slice::from_ref(&page));
+        let looks = plan(&wf, &a, std::slice::from_ref(&page));
+        assert!(
+            looks
+                .iter()
+                .any(|l| l.field == "invoice_number" && l.doubt == Doubt::CutShort),
+            "{looks:?}"
+        );
     }
 
     /// A missing value whose label lost its start at the first reading (`@ No.:`, or `Invoic`
