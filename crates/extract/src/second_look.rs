@@ -1084,11 +1084,9 @@ policy:
             .expect("the field")
     }
 
-    /// The sample declaration's split line: `Invoice No.: DPI` and, a column away,
-    /// `-2404-118`. The value looks cut short; its row is read again and the whole reading
-    /// supersedes the cut one, without a conflict.
-    #[test]
-    fn a_value_cut_short_is_read_again_and_the_whole_reading_wins() {
+    /// The sample declaration's split line, read by OCR: `Invoice No.: DPI` and, a column
+    /// away, `-2404-118`.
+    fn split_declaration() -> PageText {
         let mut page = ocr(grid_page(
             &["CUSTOMS DECLARATION", "Invoice No.: DPI"],
             0.92,
@@ -1109,6 +1107,21 @@ policy:
             confidence: 0.9,
             line: 2,
         });
+        page
+    }
+
+    /// The sample declaration's split line: `Invoice No.: DPI` and, a column away,
+    /// `-2404-118`. The value looks cut short; its row is read again and the whole reading
+    /// supersedes the cut one, without a conflict.
+    #[test]
+    fn a_value_cut_short_is_read_again_and_the_whole_reading_wins() {
+        let page = split_declaration();
+        let row = page
+            .words
+            .iter()
+            .find(|w| w.text == "DPI")
+            .map(|w| w.bbox)
+            .expect("DPI");
         let wf = wf();
         let mut a = analyze(&wf, std::slice::from_ref(&page));
         assert_eq!(
@@ -1442,26 +1455,7 @@ policy:
         .expect("workflow");
         let (spec, _) = wf.compiled_type("customs_declaration").expect("type");
         assert!(spec.fields.iter().all(|f| f.labels.is_empty()));
-        let mut page = ocr(grid_page(
-            &["CUSTOMS DECLARATION", "Invoice No.: DPI"],
-            0.92,
-        ));
-        let row = page
-            .words
-            .iter()
-            .find(|w| w.text == "DPI")
-            .map(|w| w.bbox)
-            .expect("DPI");
-        page.words.push(Word {
-            text: "-2404-118".into(),
-            bbox: BBox {
-                x0: row.x1 + 0.06,
-                x1: row.x1 + 0.15,
-                ..row
-            },
-            confidence: 0.9,
-            line: 2,
-        });
+        let page = split_declaration();
         let a = analyze(&wf, std::slice::from_ref(&page));
         let looks = plan(&wf, &a, std::slice::from_ref(&page));
         assert!(
