@@ -22,6 +22,12 @@ impl Gray {
         })
     }
 
+    /// Whether every pixel is black or white (a fax, a 1-bit TIFF). Stops at the first grey
+    /// pixel, which on a scan comes at once.
+    pub fn is_bilevel(&self) -> bool {
+        self.pixels.iter().all(|&p| p == 0 || p == 255)
+    }
+
     /// SHA-256 of the dimensions and pixels: two renderings with the same pixels are the same
     /// page whatever file they came from.
     pub fn digest(&self) -> [u8; 32] {

@@ -314,8 +314,8 @@ pub(crate) fn prepare_explained(img: Gray, dpi: Option<u32>) -> (Prepared, Decis
             // A bilevel page (a fax, a 1-bit TIFF) stays bilevel: the blend's grey edges cost
             // a 1-bit 200-DPI declaration 8 of its 47 values where the same deskew
             // thresholded back at mid-grey lost 1 (Tesseract read `Deciaration`, `R0` as
-            // `RO` on the grey version). Checking stops at a clean scan's first grey pixel.
-            if img.pixels.iter().all(|&p| p == 0 || p == 255) {
+            // `RO` on the grey version).
+            if img.is_bilevel() {
                 for p in &mut warped.pixels {
                     *p = if *p < 128 { 0 } else { 255 };
                 }

@@ -114,8 +114,7 @@ impl PreparedPage {
     /// `SBE-25-4387` read `SRE-25-4397` on the deskewed page, both whole on the stored one
     /// (the `tesseract` CLI reads them there too). A line crop hardly feels a degree of skew.
     pub fn for_crops(img: Gray, dpi: Option<u32>) -> PreparedPage {
-        let bilevel = img.pixels.iter().all(|&p| p == 0 || p == 255);
-        if bilevel && prepare::turns_at_most(&img, STORED_CROP_MAX_SKEW_DEG) {
+        if img.is_bilevel() && prepare::turns_at_most(&img, STORED_CROP_MAX_SKEW_DEG) {
             return PreparedPage {
                 img,
                 geometry: Geometry::identity(),
@@ -417,7 +416,7 @@ mod tests {
             .join("../../tests/fixtures/hard/dossiers/fax-03/packing-list.tiff");
         let bytes = std::fs::read(file).expect("fixture");
         let (stored, _) = crate::images::decode_tiff_page(&bytes, 0, 60_000_000).expect("tiff");
-        assert!(stored.pixels.iter().all(|&p| p == 0 || p == 255));
+        assert!(stored.is_bilevel());
         let (_, decisions) = prepare::prepare_explained(stored.clone(), Some(150));
         assert!(decisions.deskewed.is_some(), "{decisions:?}");
         let fax = PreparedPage::for_crops(stored.clone(), Some(150));
